@@ -347,3 +347,22 @@ def find_mat(image: np.ndarray, *, camera_matrix: np.ndarray | None = None,
     px_per_mm = float((np.linalg.norm(p[1] - p[0]) + np.linalg.norm(p[2] - p[0])) / (2 * d))
     return MatDetection(name, layout, cids[keep], img_pts[keep], mat_pts[keep], H, Hinv, rms,
                         px_per_mm, mk_ids, undistorted)
+
+
+def write_mat_pdf(path: str, paper: str = "a4", dpi: int = 300) -> tuple[float, float]:
+    """Write the mat as a one-page PDF at true printed size; returns the page size in mm.
+
+    The page is a 1-bit raster at `dpi` (Pillow's PDF writer sets the page size from it), so the
+    board prints at exactly the millimetres drawn when printed at 100 %.
+    """
+    from PIL import Image
+
+    if not 72 <= int(dpi) <= 1200:
+        raise ValueError(f"dpi must be between 72 and 1200, got {dpi}")
+    px_per_mm = int(dpi) / 25.4
+    sheet, size_mm = mat_image(paper, px_per_mm)
+    img = Image.fromarray(sheet).convert("1", dither=Image.Dither.NONE)
+    # The page size in the PDF is pixels / dpi; the sheet was rounded to whole pixels, so the
+    # page is within half a pixel (0.04 mm at 300 dpi) of the paper size.
+    img.save(path, "PDF", resolution=float(dpi), title=f"Castellan Referee calibration mat ({paper})")
+    return size_mm

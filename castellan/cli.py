@@ -13,6 +13,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "score": "score",
     "check-move": "check_move",
+    "mat": "mat",
 }
 
 EXIT_OK = 0
