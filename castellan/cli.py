@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "score": "score",
     "check-move": "check_move",
     "mat": "mat",
+    "calibrate": "calibrate",
 }
 
 EXIT_OK = 0

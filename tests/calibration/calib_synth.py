@@ -1,0 +1,73 @@
+"""Synthetic photos of the mat (and of boxes standing on it) from a known pinhole camera.
+
+The mat texture is warped by the exact plane-to-image homography K [r1 r2 t]; boxes are drawn as
+their visible faces, far faces first. Used by the calibration tests, which need known K and poses.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from calibration.mat import mat_image
+
+
+def look_at(target_mm, elevation_deg: float, azimuth_deg: float, distance_mm: float):
+    """World = mat mm (x right, y down the sheet, z into the table). Returns R, t (world -> camera)."""
+    el, az = np.radians(elevation_deg), np.radians(azimuth_deg)
+    target = np.array([target_mm[0], target_mm[1], 0.0])
+    centre = target + distance_mm * np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), -np.sin(el)])
+    z = target - centre
+    z /= np.linalg.norm(z)
+    down = np.array([0.0, 0.0, 1.0])
+    y = down - z * (down @ z)
+    if np.linalg.norm(y) < 1e-6:  # straight down: pick image "down" along the sheet's y
+        y = np.array([0.0, 1.0, 0.0]) - z * z[1]
+    y /= np.linalg.norm(y)
+    x = np.cross(y, z)
+    R = np.stack([x, y, z])
+    return R, -R @ centre
+
+
+def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0):
+    """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
+
+    boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour).
+    """
+    w, h = size
+    sheet, _ = mat_image(paper, ppm, text=False)
+    H = K @ np.column_stack([R[:, 0], R[:, 1], t])
+    tex_to_mm = np.array([[1 / ppm, 0, 0.5 / ppm], [0, 1 / ppm, 0.5 / ppm], [0, 0, 1]])
+    Ht = H @ tex_to_mm
+    img = cv2.warpPerspective(sheet, Ht, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    mask = cv2.warpPerspective(np.full_like(sheet, 255), Ht, (w, h), flags=cv2.INTER_NEAREST)
+    # Print is not pure black and white.
+    img = (25 + img.astype(np.float32) * (215 / 255)).astype(np.uint8)
+    img = np.where(mask > 0, img, np.uint8(table))
+    img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if boxes else img
+    if boxes:
+        rvec, _ = cv2.Rodrigues(R)
+        cam_centre = -R.T @ t
+        faces = []
+        for corners, height, colour in boxes:
+            c = np.asarray(corners, np.float64)
+            bottom = np.column_stack([c, np.zeros(4)])
+            top = np.column_stack([c, -np.full(4, float(height))])
+            quads = [top] + [np.array([bottom[i], bottom[(i + 1) % 4], top[(i + 1) % 4], top[i]]) for i in range(4)]
+            shades = [1.0, 0.8, 0.65, 0.75, 0.9]
+            for q, s in zip(quads, shades):
+                depth = np.linalg.norm(q.mean(0) - cam_centre)
+                faces.append((depth, q, tuple(float(v) * s for v in colour)))
+        for _, q, col in sorted(faces, key=lambda f: -f[0]):
+            p, _ = cv2.projectPoints(q, rvec, t, K, None)
+            cv2.fillConvexPoly(img, np.round(p.reshape(-1, 2) * 16).astype(np.int32), col, cv2.LINE_AA, shift=4)
+    if blur:
+        img = cv2.GaussianBlur(img, (0, 0), blur)
+    rng = np.random.default_rng(seed)
+    img = np.clip(img.astype(np.float32) + rng.normal(0, 2.0, img.shape), 0, 255).astype(np.uint8)
+    if dist is not None and np.any(dist):
+        # Distort: each output (distorted) pixel looks up where the pinhole image had it.
+        ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+        pts = np.stack([xs.ravel(), ys.ravel()], 1).reshape(-1, 1, 2)
+        und = cv2.undistortPoints(pts, K, np.asarray(dist, np.float64), P=K).reshape(h, w, 2)
+        img = cv2.remap(img, und[..., 0], und[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return img
