@@ -1,0 +1,134 @@
+"""The pages people use on their phones: upload, result (with corrections), judge mode."""
+from __future__ import annotations
+
+from flask import (Blueprint, Response, abort, current_app, jsonify, redirect, render_template,
+                   request, url_for)
+
+from . import engine, service
+from .engine import COLOURS
+from .rules import RULES, SOURCE, rule_text
+from .service import RequestProblem
+
+bp = Blueprint("pages", __name__)
+
+
+@bp.app_context_processor
+def helpers():
+    return {"rule_text": rule_text, "COLOURS": COLOURS,
+            "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // (1024 * 1024)}
+
+
+@bp.get("/")
+def upload():
+    return render_template("upload.html")
+
+
+@bp.post("/")
+def upload_post():
+    """The upload form without JavaScript: a photo (or a castle) in, a redirect to its result out."""
+    try:
+        players = service.parse_players(request.form.getlist("players"))
+        photo = request.files.get("photo")
+        castle_text = request.form.get("castle", "").strip()
+        if photo is not None and photo.filename:
+            data = service.read_upload(photo)
+            outcome = service.score_photo(data, players, store_refusal_without_reader=True)
+        elif castle_text:
+            outcome = service.score_typed_castle(service.load_castle_text(castle_text), players)
+        else:
+            raise RequestProblem(400, "Choose a photo (or take one) before pressing Score.")
+    except RequestProblem as exc:
+        return render_template("upload.html", error=exc.message), exc.status
+    return redirect(url_for("pages.result", adj_id=outcome.adjudication.id), code=303)
+
+
+@bp.get("/draw")
+def draw():
+    """An empty lattice to enter a castle by hand (when there is no usable photo)."""
+    return render_template("draw.html", players=request.args.getlist("players"))
+
+
+@bp.post("/preview")
+def preview():
+    """Score a castle without storing it: the correction editor's live score, rendered as HTML."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("castle"), dict):
+        return jsonify({"error": "send {\"castle\": castellan/1}"}), 400
+    players = body.get("players") or []
+    try:
+        players = service.parse_players([",".join(map(str, players))] if isinstance(players, list) else [])
+        castle = engine.with_players(body["castle"], players)
+        result = service.score_castle(castle)
+    except RequestProblem as exc:
+        return jsonify({"error": exc.message}), exc.status
+    return jsonify({"result": result, "html": render_template("_score.html", result=result)})
+
+
+def _adjudication_or_404(adj_id: str):
+    adj = service.storage().get(adj_id)
+    if adj is None:
+        abort(404)
+    return adj
+
+
+@bp.get("/a/<adj_id>")
+def result(adj_id: str):
+    adj = _adjudication_or_404(adj_id)
+    share_url = url_for("pages.result", adj_id=adj.id, _external=True)
+    if adj.kind == "move":
+        return render_template("move.html", adj=adj, share_url=share_url)
+    editable = service.can_edit(adj, None, None)
+    players = (adj.reading or {}).get("players") or []
+    return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
+                           editable=editable, players=players,
+                           refusal=(adj.reading or {}).get("refusal") if adj.result is None else None)
+
+
+@bp.get("/a/<adj_id>/image/<role>")
+def image(adj_id: str, role: str):
+    found = service.storage().image(adj_id, role)
+    if found is None:
+        abort(404)
+    response = Response(found.data, mimetype=found.content_type)
+    response.headers["Cache-Control"] = "public, max-age=86400, immutable"
+    return response
+
+
+@bp.post("/a/<adj_id>/ruling")
+def ruling(adj_id: str):
+    adj = _adjudication_or_404(adj_id)
+    if not current_app.config.get("JUDGE_KEY"):
+        raise RequestProblem(403, "No judge key is configured on this server, so nobody can mark rulings.")
+    if not service.is_judge(request.form.get("judge_key")):
+        raise RequestProblem(403, "Only a judge may mark a ruling: the judge key is wrong.")
+    if adj.result is None:
+        raise RequestProblem(409, "There is no score to rule on yet: enter or correct the castle first.")
+    service.storage().mark_ruling(adj.id, (request.form.get("note") or "").strip()[:2000] or None)
+    return redirect(url_for("pages.result", adj_id=adj.id), code=303)
+
+
+@bp.get("/judge")
+def judge():
+    recent = service.storage().recent(limit=30, kind="score")
+    return render_template("judge.html", recent=[a for a in recent if a.castle is not None])
+
+
+@bp.post("/judge")
+def judge_post():
+    images: list = []
+    try:
+        states = {}
+        for name in ("before", "after"):
+            text = request.form.get(f"{name}_text", "").strip() or request.form.get(f"{name}_stored", "").strip()
+            states[name] = service.resolve_state(name, file=request.files.get(name), text=text, images=images)
+        outcome = service.check_move(states["before"], states["after"], request.form.get("player", ""), images)
+    except RequestProblem as exc:
+        recent = service.storage().recent(limit=30, kind="score")
+        return render_template("judge.html", error=exc.message,
+                               recent=[a for a in recent if a.castle is not None]), exc.status
+    return redirect(url_for("pages.result", adj_id=outcome.adjudication.id), code=303)
+
+
+@bp.get("/rules")
+def rules():
+    return render_template("rules.html", rules=RULES, source=SOURCE)

@@ -1,0 +1,255 @@
+"""What the API and the pages both do: read an upload, score or check it, store the adjudication.
+
+Everything is computed first and stored last, in one transaction, so a request that fails at any
+step stores nothing.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import current_app, session, url_for
+from werkzeug.datastructures import FileStorage
+
+from . import engine
+from .engine import COLOURS, BadCastle, BadPhoto, EngineUnavailable
+from .storage import Adjudication, Image
+from .uploads import check_photo, sniff
+
+
+class RequestProblem(Exception):
+    """A request the app cannot fulfil: `status` (4xx/5xx) and a message for the user."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+@dataclass
+class Outcome:
+    adjudication: Adjudication
+    refused: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def storage():
+    return current_app.extensions["castellan_storage"]
+
+
+def parse_players(values: list[str]) -> list[str]:
+    """Player colours from form values ("red", "red,blue" or several fields)."""
+    players: list[str] = []
+    for value in values:
+        for part in re.split(r"[,\s]+", value.strip().lower()):
+            if not part:
+                continue
+            if part not in COLOURS:
+                raise RequestProblem(400, f"unknown player colour {part!r}: use {', '.join(COLOURS)}")
+            if part not in players:
+                players.append(part)
+    return players
+
+
+def load_castle_text(text: str, what: str = "castle") -> dict:
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RequestProblem(400, f"the {what} is not valid JSON ({exc}); send a castellan/1 object")
+    if not isinstance(value, dict):
+        raise RequestProblem(400, f"the {what} must be a JSON object in the castellan/1 format")
+    return value
+
+
+def read_upload(file: FileStorage, what: str = "photo") -> bytes:
+    data = file.read()
+    limit = current_app.config["MAX_PHOTO_BYTES"]
+    try:
+        check_photo(data, max_bytes=limit)
+    except BadPhoto as exc:
+        raise RequestProblem(exc.status, f"{what}: {exc}" if what != "photo" else str(exc))
+    return data
+
+
+def score_castle(castle: dict) -> dict:
+    try:
+        return engine.score(castle)
+    except BadCastle as exc:
+        raise RequestProblem(400, f"the castle is not valid castellan/1: {exc}")
+    except EngineUnavailable as exc:
+        raise RequestProblem(503, str(exc))
+
+
+def remember_ownership(adj: Adjudication) -> None:
+    """Let this browser correct what it created (the API returns an edit token instead)."""
+    owned = [i for i in session.get("owned", []) if i != adj.id]
+    session["owned"] = (owned + [adj.id])[-50:]
+
+
+def can_edit(adj: Adjudication, edit_token: str | None, judge_key: str | None) -> bool:
+    if adj.kind != "score":
+        return False
+    if is_judge(judge_key):
+        return True
+    if adj.ruling:
+        return False
+    if edit_token and hmac.compare_digest(edit_token, adj.edit_token):
+        return True
+    return adj.id in session.get("owned", [])
+
+
+def is_judge(key: str | None) -> bool:
+    configured = current_app.config.get("JUDGE_KEY")
+    return bool(configured and key and hmac.compare_digest(str(key), str(configured)))
+
+
+def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
+    """Read and score a photo that passed read_upload, and store the adjudication (a refusal too,
+    so that the user can enter or correct the castle on its page)."""
+    photo_type = sniff(data) or "application/octet-stream"
+    try:
+        reading = engine.read_photo(data)
+    except BadPhoto as exc:
+        raise RequestProblem(400, str(exc))
+    except EngineUnavailable as exc:
+        if not store_refusal_without_reader:
+            raise RequestProblem(503, str(exc))
+        reading = engine.Reading(
+            castle=None, confidence=None, overlay_jpeg=None, info={},
+            refusal="The photo reader is not available on this server right now. "
+                    "Draw the castle on the lattice below to score it.")
+    result = None
+    castle = None
+    if reading.castle is not None:
+        castle = engine.with_players(reading.castle, players)
+        try:
+            result = engine.score(castle)
+        except BadCastle as exc:
+            # The reader produced something the rules engine rejects: show it as a refusal the
+            # user can fix on the drawing, not as the user's fault.
+            reading.refusal = (f"The castle read from the photo is not consistent ({exc}). "
+                               "Correct it on the drawing below, or take the photo again.")
+        except EngineUnavailable as exc:
+            raise RequestProblem(503, str(exc))
+    info = dict(reading.info)
+    info["refusal"] = reading.refusal if result is None else info.get("refusal")
+    info["confidence"] = reading.confidence
+    info["players"] = players
+    images = [Image("photo", photo_type, data)]
+    if reading.overlay_jpeg:
+        images.append(Image("overlay", "image/jpeg", reading.overlay_jpeg))
+    adj = storage().create(kind="score", castle_read=castle, castle_corrected=None, result=result,
+                           reading=info, images=images)
+    remember_ownership(adj)
+    return Outcome(adj, refused=result is None)
+
+
+def score_typed_castle(castle: dict, players: list[str]) -> Outcome:
+    castle = engine.with_players(castle, players)
+    result = score_castle(castle)
+    adj = storage().create(kind="score", castle_read=castle, castle_corrected=None, result=result,
+                           reading={"source": "castellan/1", "players": players})
+    remember_ownership(adj)
+    return Outcome(adj)
+
+
+def correct(adj: Adjudication, castle: dict) -> Adjudication:
+    players = (adj.reading or {}).get("players") or []
+    castle = engine.with_players(castle, players)
+    result = score_castle(castle)
+    try:
+        return storage().correct(adj.id, castle, result)
+    except KeyError:
+        raise RequestProblem(409, "this result has been marked as a ruling and can no longer be corrected")
+
+
+_ID_IN_URL = re.compile(r"(?:/a/|/api/adjudications/)([A-Za-z0-9_-]+)/?$")
+
+
+def resolve_state(name: str, *, file: FileStorage | None, text: str | None,
+                  images: list[Image]) -> dict:
+    """One state of a move (`before` or `after`): a photo, a castellan/1 JSON file or text, or the
+    id or link of a stored adjudication. Photos go into `images`."""
+    if file is not None and file.filename:
+        head = file.stream.read(16)
+        file.stream.seek(0)
+        if head.lstrip()[:1] == b"{":
+            return load_castle_text(file.read().decode("utf-8", "replace"), f"{name} castle")
+        data = read_upload(file, f"the {name} photo")
+        try:
+            reading = engine.read_photo(data)
+        except BadPhoto as exc:
+            raise RequestProblem(400, f"the {name} photo: {exc}")
+        except EngineUnavailable as exc:
+            raise RequestProblem(503, str(exc))
+        if reading.castle is None:
+            raise RequestProblem(422, f"the {name} photo could not be read: {reading.refusal}",
+                                 refusal=reading.refusal, state=name)
+        images.append(Image(f"{name}_photo", sniff(data) or "application/octet-stream", data))
+        if reading.overlay_jpeg:
+            images.append(Image(f"{name}_overlay", "image/jpeg", reading.overlay_jpeg))
+        return reading.castle
+    if text is not None and text.strip():
+        text = text.strip()
+        if text.startswith("{"):
+            return load_castle_text(text, f"{name} castle")
+        match = _ID_IN_URL.search(text)
+        ident = match.group(1) if match else text
+        stored = storage().get(ident) if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", ident) else None
+        if stored is None or stored.castle is None:
+            raise RequestProblem(400, f"{name}: no stored castle {text!r}; give a photo, a castellan/1 "
+                                      "castle or the link of a stored result")
+        return stored.castle
+    raise RequestProblem(400, f"missing {name!r}: give a photo, a castellan/1 castle, or the id of a stored result")
+
+
+def check_move(before: dict, after: dict, player: str, images: list[Image]) -> Outcome:
+    player = (player or "").strip().lower()
+    if player not in COLOURS:
+        raise RequestProblem(400, f"'player' must be the colour who moved: one of {', '.join(COLOURS)}")
+    try:
+        parsed_before, parsed_after = engine.parse(before), engine.parse(after)
+        verdict = engine.check_move(before, after, player)
+    except BadCastle as exc:
+        raise RequestProblem(400, f"a castle is not valid castellan/1: {exc}")
+    except EngineUnavailable as exc:
+        raise RequestProblem(503, str(exc))
+    before_json, after_json = parsed_before.to_json(), parsed_after.to_json()
+    extra = {"before": before_json, "after": after_json, "player": player,
+             "added": verdict.get("added"), "removed": verdict.get("removed")}
+    after_score = None
+    try:
+        after_score = engine.score(after)
+    except (BadCastle, EngineUnavailable):
+        pass
+    extra["after_score"] = after_score
+    adj = storage().create(kind="move", castle_read=None, castle_corrected=None, result=verdict,
+                           reading=None, extra=extra, images=images)
+    return Outcome(adj)
+
+
+def adjudication_json(adj: Adjudication) -> dict:
+    """The public view of a stored adjudication (never its edit token)."""
+    out: dict[str, Any] = {
+        "id": adj.id,
+        "kind": adj.kind,
+        "url": url_for("pages.result", adj_id=adj.id, _external=True),
+        "created_at": adj.created_at,
+        "updated_at": adj.updated_at,
+        "ruling": adj.ruling,
+        "ruled_at": adj.ruled_at,
+        "ruling_note": adj.ruling_note,
+        "result": adj.result,
+    }
+    if adj.kind == "score":
+        out.update(castle_read=adj.castle_read, castle_corrected=adj.castle_corrected,
+                   castle=adj.castle, reading=adj.reading)
+    else:
+        out.update(adj.extra)
+    out["images"] = {role: url_for("pages.image", adj_id=adj.id, role=role, _external=True)
+                     for role in adj.image_roles}
+    return out
