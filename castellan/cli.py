@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "check-move": "check_move",
     "mat": "mat",
     "calibrate": "calibrate",
+    "serve": "serve",
 }
 
 EXIT_OK = 0
