@@ -147,7 +147,7 @@ def correct(adj_id: str):
     castle = _json_body()
     if not service.can_edit(adj, request.headers.get("X-Edit-Token"), request.headers.get("X-Judge-Key")):
         if adj.ruling:
-            raise RequestProblem(409, "this result is a ruling and can only be changed by a judge")
+            raise RequestProblem(409, "this result is a judge's ruling and can no longer be corrected")
         raise RequestProblem(403, "only whoever uploaded this (X-Edit-Token) or a judge (X-Judge-Key) "
                                   "may correct it; others can read it")
     updated = service.correct(adj, castle)

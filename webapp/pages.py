@@ -14,8 +14,20 @@ bp = Blueprint("pages", __name__)
 
 @bp.app_context_processor
 def helpers():
-    return {"rule_text": rule_text, "COLOURS": COLOURS,
+    return {"rule_text": rule_text, "group_findings": group_findings, "COLOURS": COLOURS,
             "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // (1024 * 1024)}
+
+
+SEVERITY_ORDER = {"violation": 0, "warning": 1, "notice": 2}
+
+
+def group_findings(findings: list[dict]) -> list[dict]:
+    """Findings grouped by rule (worst severity first), so a rule's text is shown once."""
+    groups: dict[tuple[str, str], dict] = {}
+    for f in findings:
+        rule, severity = str(f.get("rule", "")), str(f.get("severity", "notice"))
+        groups.setdefault((rule, severity), {"rule": rule, "severity": severity, "items": []})["items"].append(f)
+    return sorted(groups.values(), key=lambda g: (SEVERITY_ORDER.get(g["severity"], 3), g["rule"]))
 
 
 @bp.get("/")
@@ -61,7 +73,8 @@ def preview():
         result = service.score_castle(castle)
     except RequestProblem as exc:
         return jsonify({"error": exc.message}), exc.status
-    return jsonify({"result": result, "html": render_template("_score.html", result=result)})
+    return jsonify({"result": result, "html": render_template("_score.html", result=result),
+                    "findings_html": render_template("_findings.html", findings=result.get("findings", []))})
 
 
 def _adjudication_or_404(adj_id: str):

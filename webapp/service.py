@@ -91,12 +91,10 @@ def remember_ownership(adj: Adjudication) -> None:
 
 
 def can_edit(adj: Adjudication, edit_token: str | None, judge_key: str | None) -> bool:
-    if adj.kind != "score":
+    if adj.kind != "score" or adj.ruling:  # a ruling is final, for judges too
         return False
     if is_judge(judge_key):
         return True
-    if adj.ruling:
-        return False
     if edit_token and hmac.compare_digest(edit_token, adj.edit_token):
         return True
     return adj.id in session.get("owned", [])

@@ -77,10 +77,14 @@
       c.cells.forEach((cell) => el("rect", { x: px(cell[0]), y: py(cell[1] + 1), width: S, height: S, fill: colour, "fill-opacity": c.owner ? 0.28 : 0.12 }, g));
       const mx = c.cells.reduce((s, q) => s + q[0] + 0.5, 0) / c.cells.length;
       const my = c.cells.reduce((s, q) => s + q[1] + 0.5, 0) / c.cells.length;
+      // Label the cell nearest the middle that has no keep in it (else the nearest, beside its keep).
+      const hasKeep = new Set(castle.keeps.map((k) => Math.floor(k.at[0]) + "," + Math.floor(k.at[1])));
       let best = c.cells[0], bd = Infinity;
-      c.cells.forEach((q) => { const d = (q[0] + 0.5 - mx) ** 2 + (q[1] + 0.5 - my) ** 2; if (d < bd) { bd = d; best = q; } });
-      const t = el("text", { x: px(best[0] + 0.5), y: py(best[1] + 0.5) + 6, class: "points" + (c.owner ? "" : " unclaimed") }, g);
-      t.textContent = c.owner ? String(c.points) + (c.double ? "×2" : "") : "?";
+      c.cells.forEach((q) => { const d = (q[0] + 0.5 - mx) ** 2 + (q[1] + 0.5 - my) ** 2 + (hasKeep.has(key(q)) ? 1000 : 0); if (d < bd) { bd = d; best = q; } });
+      const dx = hasKeep.has(key(best)) ? -0.27 : 0, dy = hasKeep.has(key(best)) ? 0.25 : 0;
+      el("circle", { cx: px(best[0] + 0.5 + dx), cy: py(best[1] + 0.5 + dy), r: 11, class: "points-bg" }, g);
+      const t = el("text", { x: px(best[0] + 0.5 + dx), y: py(best[1] + 0.5 + dy) + 6, class: "points" + (c.owner ? "" : " unclaimed") }, g);
+      t.textContent = c.owner ? String(c.points) : "?";
     });
     // Lattice points (also the tap targets of the editor).
     for (let x = B.x0; x <= B.x1; x++) for (let y = B.y0; y <= B.y1; y++) el("circle", { cx: px(x), cy: py(y), r: 2.2, class: "dot" });
@@ -127,6 +131,8 @@
         result = body.result;
         const area = document.getElementById("score-area");
         if (area) area.innerHTML = body.html;
+        const fcard = document.getElementById("findings-card");
+        if (fcard) { fcard.innerHTML = body.findings_html; fcard.hidden = false; }
         status(dirty ? "Score updated. Not saved yet." : "Score updated.");
         draw();
       })
