@@ -1,0 +1,207 @@
+"""The pages through Flask's test client: upload, result with rule texts, corrections, judge mode,
+rulings, images, and bad uploads answered with a readable 4xx page that stores nothing."""
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from webapp.gen_rules import parse_rules
+
+from .conftest import JUDGE_KEY, SMALL_CASTLE, castle_copy, jpeg_bytes
+
+
+def submit_castle(client, castle: dict, players=("red", "blue")):
+    return client.post("/", data={"castle": json.dumps(castle), "players": list(players)},
+                       content_type="multipart/form-data")
+
+
+def test_upload_page_opens_the_camera_and_lists_colours(client):
+    html = client.get("/").get_data(as_text=True)
+    photo_input = re.search(r'<input id="photo"[^>]*>', html).group(0)
+    assert 'type="file"' in photo_input and 'name="photo"' in photo_input
+    assert 'capture="environment"' in photo_input and 'accept="image/*' in photo_input
+    for colour in ("red", "blue", "yellow", "green"):
+        assert f'name="players" value="{colour}"' in html
+    assert 'id="progress"' in html and "upload.js" in html
+    assert 'name="viewport"' in html
+
+
+def test_form_post_redirects_to_the_result_with_rule_texts(client, store):
+    # An unclaimed courtyard beside the red one: the scorer cites C7, whose text the page quotes.
+    castle = castle_copy(keeps=[])
+    r = submit_castle(client, castle)
+    assert r.status_code == 303
+    page = client.get(r.headers["Location"])
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "C7" in html and "Chivalry" in html  # rule id and the rule's text from rules.md
+    assert store.count() == 1
+
+
+def test_result_page_shows_winner_tables_and_drawing(client):
+    r = submit_castle(client, SMALL_CASTLE)
+    html = client.get(r.headers["Location"]).get_data(as_text=True)
+    assert re.search(r'id="winner">Winner: <span class="chip red">red</span>', html)
+    row = re.search(r'<tr data-player="red".*?</tr>', html, re.S).group(0)
+    assert '<td class="num points">12</td>' in row
+    assert re.search(r'<tr data-player="blue".*?<td class="num points">0</td>', html, re.S)
+    assert 'id="courtyards-table"' in html and 'id="lattice"' in html
+    data = json.loads(re.search(r'<script id="castle-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert data["editable"] is True and data["castle"]["towers"] == SMALL_CASTLE["towers"]
+
+
+def test_only_the_uploading_browser_gets_the_correction_tools(app, client):
+    location = submit_castle(client, SMALL_CASTLE).headers["Location"]
+    assert 'data-tool="wall"' in client.get(location).get_data(as_text=True)
+    other = app.test_client().get(location).get_data(as_text=True)
+    assert 'data-tool="wall"' not in other and "Only the person who uploaded this" in other
+    assert "<td class=\"num points\">12</td>" in other  # everyone can read it
+
+
+def test_correction_from_the_page_is_stored_and_shown_at_the_link(app, client):
+    location = submit_castle(client, castle_copy(walls=SMALL_CASTLE["walls"][:-1])).headers["Location"]
+    adj_id = location.rsplit("/", 1)[1]
+    # The editor's live score: nothing is stored by it.
+    preview = client.post("/preview", json={"castle": SMALL_CASTLE, "players": ["red", "blue"]}).get_json()
+    assert preview["result"]["players"]["red"]["score"] == 12
+    assert '<td class="num points">12</td>' in preview["html"]
+    # Saving uses the browser's own cookie as its right to correct.
+    r = client.put(f"/api/adjudications/{adj_id}/castle", json=SMALL_CASTLE)
+    assert r.status_code == 200
+    html = app.test_client().get(location).get_data(as_text=True)
+    assert '<td class="num points">12</td>' in html and "corrected" in html
+
+
+def test_preview_refuses_an_invalid_castle(client, store):
+    r = client.post("/preview", json={"castle": castle_copy(walls=[{"from": [0, 0], "to": [0, 3]}])})
+    assert r.status_code == 400 and "error" in r.get_json()
+    assert client.post("/preview", data="x").status_code == 400
+    assert store.count() == 0
+
+
+@pytest.mark.parametrize("data, needle", [
+    (b"", "empty"),
+    (b"just some text", "not a photo"),
+    (jpeg_bytes()[:200], "cut off"),
+])
+def test_bad_photo_on_the_upload_page_is_a_readable_400(client, store, data, needle):
+    r = client.post("/", data={"photo": (io.BytesIO(data), "p.jpg"), "players": "red"},
+                    content_type="multipart/form-data")
+    assert r.status_code == 400
+    html = r.get_data(as_text=True)
+    assert needle in html and 'id="upload-error"' in html and 'capture="environment"' in html
+    assert (store.count(), store.count_images()) == (0, 0)
+
+
+def test_pressing_score_without_a_photo(client, store):
+    r = client.post("/", data={"players": "red"}, content_type="multipart/form-data")
+    assert r.status_code == 400 and "Choose a photo" in r.get_data(as_text=True)
+    assert store.count() == 0
+
+
+def test_a_refused_photo_page_gives_advice_and_the_drawing(client, store):
+    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray((np.random.default_rng(2).random((240, 320, 3)) * 255).astype("uint8")).save(buf, "JPEG")
+    r = client.post("/", data={"photo": (io.BytesIO(buf.getvalue()), "p.jpg"), "players": ["red", "blue"]},
+                    content_type="multipart/form-data")
+    assert r.status_code == 303
+    html = client.get(r.headers["Location"]).get_data(as_text=True)
+    if 'id="refusal"' in html:
+        advice = re.search(r'<p class="advice">(.*?)</p>', html, re.S).group(1).strip()
+        assert len(advice) > 10  # the reader's advice, e.g. "photograph the castle from above"
+        assert 'data-tool="tower"' in html  # the castle can be entered on the lattice
+    assert 'id="photo-img"' in html
+    assert store.count() == 1
+
+
+def test_image_route_serves_the_stored_photo(client, store):
+    from webapp.storage import Image
+
+    adj = store.create(kind="score", castle_read=SMALL_CASTLE, castle_corrected=None, result=None, reading={},
+                       images=[Image("photo", "image/jpeg", jpeg_bytes())])
+    r = client.get(f"/a/{adj.id}/image/photo")
+    assert r.status_code == 200 and r.mimetype == "image/jpeg" and r.data == jpeg_bytes()
+    assert client.get(f"/a/{adj.id}/image/overlay").status_code == 404
+    assert client.get("/a/nope").status_code == 404
+
+
+def test_judge_page_checks_a_move_between_stored_results(client, store):
+    before = castle_copy(keeps=[], walls=SMALL_CASTLE["walls"][:-1])
+    b_id = submit_castle(client, before).headers["Location"].rsplit("/", 1)[1]
+    a_id = submit_castle(client, SMALL_CASTLE).headers["Location"].rsplit("/", 1)[1]
+    page = client.get("/judge").get_data(as_text=True)
+    assert f'value="{b_id}"' in page and f'value="{a_id}"' in page
+    r = client.post("/judge", data={"before_stored": b_id, "after_stored": a_id, "player": "red"},
+                    content_type="multipart/form-data")
+    assert r.status_code == 303
+    html = client.get(r.headers["Location"]).get_data(as_text=True)
+    assert 'id="verdict"' in html and "Pieces added" in html
+    assert "1 wall:" in html and "1 keep:" in html
+    data = json.loads(re.search(r'<script id="castle-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert len(data["highlight"]["walls"]) == 1  # the added wall is highlighted on the drawing
+    assert store.count() == 3
+
+
+def test_judge_page_with_a_castle_file_and_pasted_json(client):
+    before = castle_copy(keeps=[], walls=SMALL_CASTLE["walls"][:-1])
+    r = client.post("/judge", content_type="multipart/form-data", data={
+        "before": (io.BytesIO(json.dumps(before).encode()), "before.json"),
+        "after_text": json.dumps(SMALL_CASTLE), "player": "blue"})
+    assert r.status_code == 303
+    html = client.get(r.headers["Location"]).get_data(as_text=True)
+    # Blue built a wall and placed a red keep: the move check cites rules by id.
+    assert re.search(r'class="rule-id">[A-Z]\d', html)
+
+
+def test_judge_page_bad_input_is_a_400_with_the_form(client, store):
+    r = client.post("/judge", data={"after_text": json.dumps(SMALL_CASTLE), "player": "red"},
+                    content_type="multipart/form-data")
+    assert r.status_code == 400
+    html = r.get_data(as_text=True)
+    assert "missing &#39;before&#39;" in html and 'id="judge-form"' in html
+    assert store.count() == 0
+
+
+def test_ruling_from_the_page_needs_the_judge_key(app, client):
+    location = submit_castle(client, SMALL_CASTLE).headers["Location"]
+    adj_id = location.rsplit("/", 1)[1]
+    r = client.post(f"/a/{adj_id}/ruling", data={"judge_key": "wrong"})
+    assert r.status_code == 403 and "judge key" in r.get_data(as_text=True)
+    r = client.post(f"/a/{adj_id}/ruling", data={"judge_key": JUDGE_KEY, "note": "seen"})
+    assert r.status_code == 303
+    html = app.test_client().get(location).get_data(as_text=True)
+    assert 'id="ruling-badge"' in html and "seen" in html
+    assert 'data-tool="wall"' not in client.get(location).get_data(as_text=True)
+
+
+def test_draw_page_offers_an_empty_editor(client):
+    html = client.get("/draw").get_data(as_text=True)
+    data = json.loads(re.search(r'<script id="castle-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert data["editable"] is True and data["castle"]["towers"] == []
+    assert 'data-create="/api/score"' in html
+
+
+def test_rules_page_and_data_cover_every_rule_in_rules_md(client):
+    spec = Path(__file__).resolve().parents[3] / "shared" / "spec" / "rules.md"
+    stored = json.loads((Path(__file__).resolve().parents[2] / "webapp" / "rules.json").read_text())["rules"]
+    if spec.exists():  # the copy in webapp/rules.json must be current
+        assert parse_rules(spec.read_text(encoding="utf-8")) == stored
+    html = client.get("/rules").get_data(as_text=True)
+    for rule_id in stored:
+        assert f'id="{rule_id}"' in html
+
+
+def test_parse_rules_splits_several_rules_on_one_line():
+    rules = parse_rules("## 3 or 4 players (M)\n- M1 Start at random; play clockwise. M2 Pieces go left (T4).\n"
+                        "- M3 No deals.\n  Continued text.\n")
+    assert rules["M1"]["text"] == "Start at random; play clockwise."
+    assert rules["M2"]["text"] == "Pieces go left (T4)."
+    assert rules["M3"]["text"] == "No deals. Continued text."
