@@ -87,7 +87,7 @@
       t.textContent = c.owner ? String(c.points) : "?";
     });
     // Lattice points (also the tap targets of the editor).
-    for (let x = B.x0; x <= B.x1; x++) for (let y = B.y0; y <= B.y1; y++) el("circle", { cx: px(x), cy: py(y), r: 2.2, class: "dot" });
+    for (let x = B.x0; x <= B.x1; x++) for (let y = B.y0; y <= B.y1; y++) el("circle", { cx: px(x), cy: py(y), r: 2.2, class: "dot", "data-x": x, "data-y": y });
     const added = highlight ? {
       towers: new Set((highlight.towers || []).map(key)),
       walls: new Set((highlight.walls || []).map(wallKey)),

@@ -1,0 +1,156 @@
+"""In Debian's Chromium, driven by Playwright, on a phone-sized screen: upload a photo, see the
+score (or the reader's advice), correct a wall on the lattice, see the score change, save, and open
+the stored link in another browser."""
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from webapp import create_app
+
+from .conftest import SMALL_CASTLE
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PHONE = {"viewport": {"width": 375, "height": 812}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    """The app under waitress (the production server) on a free loopback port."""
+    from waitress.server import create_server
+
+    app = create_app({"DATABASE": str(tmp_path_factory.mktemp("db") / "db.sqlite3"), "SECRET_KEY": "browser"})
+    server = create_server(app, host="127.0.0.1", port=0, threads=4)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.effective_port}"
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def sample_photo(tmp_path: Path) -> Path:
+    """A rendered sample photo when the renderer's samples exist, else a plain photo-like JPEG."""
+    found = sorted(glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True))
+    if found:
+        return Path(found[0])
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    img = (rng.random((600, 800, 3)) * 60 + 100).astype("uint8")
+    path = tmp_path / "table.jpg"
+    Image.fromarray(img).save(path, "JPEG", quality=85)
+    return path
+
+
+def points(page, colour: str) -> int:
+    return int(page.locator(f'#players-table tr[data-player="{colour}"] td.points').inner_text())
+
+
+def courtyard_wall(castle: dict, result: dict) -> dict:
+    """A wall on the boundary of a claimed courtyard: removing it must change the score."""
+    owned = {tuple(c) for yard in result["courtyards"] if yard["owner"] for c in yard["cells"]}
+    for wall in castle["walls"]:
+        (x0, y0), (x1, y1) = sorted([wall["from"], wall["to"]])
+        for step in range(abs(x1 - x0) + abs(y1 - y0)):
+            if y0 == y1:  # horizontal: the cells above and below this unit
+                sides = [(x0 + step, y0), (x0 + step, y0 - 1)]
+            else:
+                sides = [(x0, y0 + step), (x0 - 1, y0 + step)]
+            if any(s in owned for s in sides):
+                return wall
+    pytest.fail("the castle has no claimed courtyard to correct")
+
+
+def tap_point(page, x: int, y: int) -> None:
+    dot = page.locator(f'#lattice circle.dot[data-x="{x}"][data-y="{y}"]')
+    dot.scroll_into_view_if_needed()
+    box = dot.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def test_upload_read_correct_save_and_share_on_a_phone(browser, live_server, tmp_path):
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(sample_photo(tmp_path)))
+    page.check('input[name="players"][value="red"]')
+    page.check('input[name="players"][value="blue"]')
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    # The page fits a 375-pixel screen: nothing wider than the viewport.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.locator("#photo-img").is_visible()
+    if page.locator("#refusal").count():
+        assert page.locator("#refusal .advice").inner_text().strip()  # the reader says what to do
+        # Enter the castle by hand: paste castellan/1 into the editor.
+        page.click("text=Edit as castellan/1 JSON")
+        page.fill("#castle-json", json.dumps(SMALL_CASTLE))
+        page.click("#load-json")
+        page.wait_for_selector("#players-table")
+        page.wait_for_function("document.querySelector('#players-table td.points') !== null")
+    else:
+        assert page.locator("#players-table").is_visible()
+    page.click("#save")
+    page.wait_for_selector("#edit-status:has-text('Saved')")
+    before = {c: points(page, c) for c in ("red", "blue") if page.locator(f'#players-table tr[data-player="{c}"]').count()}
+
+    # Correct a wall: remove it if it exists there, else add it; the score must change at once.
+    castle = json.loads(page.input_value("#castle-json"))
+    walls = castle["walls"]
+    target = courtyard_wall(castle, page.request.post(live_server + "/preview", data={"castle": castle}).json()["result"])
+    page.click('button[data-tool="wall"]')
+    tap_point(page, *target["from"])
+    tap_point(page, *target["to"])
+    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    after = {c: points(page, c) for c in before}
+    assert after != before, "removing a wall of a courtyard must change the score"
+    assert page.locator("#lattice").get_attribute("data-walls") == str(len(walls) - 1)
+    page.click("#save")
+    page.wait_for_selector("#edit-status:has-text('Saved')")
+
+    # Another phone opens the shared link: it sees the corrected score, read-only.
+    link = page.input_value("#share-url")
+    other = browser.new_context(**PHONE).new_page()
+    other.goto(link)
+    assert {c: points(other, c) for c in before} == after
+    assert other.locator('button[data-tool="wall"]').count() == 0
+    other.context.close()
+    context.close()
+
+
+def test_oversized_photo_is_refused_before_upload(browser, live_server, tmp_path):
+    big = tmp_path / "big.jpg"
+    with open(big, "wb") as f:
+        f.write(b"\xff\xd8\xff")
+        f.truncate(50 * 1024 * 1024 + 10)
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(big))
+    page.click("#score-button")
+    error = page.locator("#upload-error")
+    error.wait_for(state="visible")
+    assert "limit is 50 MB" in error.inner_text() or "too large" in error.inner_text()
+    assert page.url.endswith("/")
+    page.context.close()
