@@ -1,0 +1,237 @@
+"""Score a folder of photos with ground truth beside them and report accuracy per condition band.
+
+    python -m benchmarks.vision_benchmark DIR [--json out.json] [--limit N]
+
+Each photo X.jpg (or .png/.heic) needs X.json with at least a castellan/1 "castle" (the renderer's
+ground truth also gives "conditions": elevation, light, table, mat). A reconstruction is compared with
+the truth after the best of the 8 lattice symmetries and a translation (castellan/1 leaves origin and
+orientation free), so piece precision/recall count real misreads only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".heic")
+HIGH_CONFIDENCE = 0.8
+
+
+def _pieces(castle) -> dict[str, set]:
+    """Piece sets by kind, in lattice coordinates (keeps by rounded cell, with colour)."""
+    return {
+        "tower": {tuple(t) for t in castle.towers},
+        "short": {(w.a, w.b) for w in castle.walls if w.length == 1},
+        "long": {(w.a, w.b) for w in castle.walls if w.length == 2},
+    }
+
+
+_SYMS = [(1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0), (1, 0, 0, -1), (-1, 0, 0, 1), (0, 1, 1, 0), (0, -1, -1, 0)]
+
+
+def _transform(castle_json: dict, m: tuple[int, int, int, int], d: tuple[float, float]) -> dict:
+    a, b, c, e = m
+
+    def tp(p):
+        return [a * p[0] + b * p[1] + d[0], c * p[0] + e * p[1] + d[1]]
+
+    out = dict(castle_json)
+    out["towers"] = [tp(t) for t in castle_json.get("towers", [])]
+    out["walls"] = [{"from": tp(w["from"]), "to": tp(w["to"])} for w in castle_json.get("walls", [])]
+    out["keeps"] = [dict(k, at=tp(k["at"])) for k in castle_json.get("keeps", [])]
+    return out
+
+
+def align(found_json: dict, truth_json: dict) -> dict:
+    """The found castle moved onto the truth's lattice frame by the symmetry+shift matching most towers."""
+    truth_t = {tuple(t) for t in truth_json.get("towers", [])}
+    best, best_n = found_json, -1
+    ft = [tuple(t) for t in found_json.get("towers", [])]
+    if not ft or not truth_t:
+        return found_json
+    for m in _SYMS:
+        a, b, c, e = m
+        moved = [(a * x + b * y, c * x + e * y) for x, y in ft]
+        votes: dict[tuple[int, int], int] = defaultdict(int)
+        for p in moved:
+            for q in truth_t:
+                votes[(q[0] - p[0], q[1] - p[1])] += 1
+        d, n = max(votes.items(), key=lambda kv: kv[1])
+        if n > best_n:
+            best, best_n = _transform(found_json, m, d), n
+    return best
+
+
+def compare(found, truth) -> dict[str, Any]:
+    """Per-kind true/false positives and negatives, keep colour and Double Keep agreement."""
+    from scoring import parse_castle
+
+    fa = parse_castle(align(found.to_json(), truth.to_json()))
+    pf, pt = _pieces(fa), _pieces(truth)
+    out: dict[str, Any] = {}
+    for kind in ("tower", "short", "long"):
+        out[kind] = {"tp": len(pf[kind] & pt[kind]), "fp": len(pf[kind] - pt[kind]), "fn": len(pt[kind] - pf[kind])}
+    # Keeps: match each true keep to the nearest found keep within 0.5 steps.
+    used, col_ok, dbl_ok, matched = set(), 0, 0, 0
+    for k in truth.keeps:
+        best = None
+        for i, f in enumerate(fa.keeps):
+            if i in used:
+                continue
+            dist = abs(f.at[0] - k.at[0]) + abs(f.at[1] - k.at[1])
+            if dist < 0.6 and (best is None or dist < best[0]):
+                best = (dist, i, f)
+        if best is None:
+            continue
+        used.add(best[1])
+        matched += 1
+        col_ok += best[2].colour == k.colour
+        dbl_ok += best[2].double == k.double
+    out["keep"] = {"tp": matched, "fp": len(fa.keeps) - matched, "fn": len(truth.keeps) - matched,
+                   "colour_ok": col_ok, "double_ok": dbl_ok}
+    return out
+
+
+def band(conditions: dict[str, Any]) -> dict[str, str]:
+    e = float(conditions.get("elevation_deg", 90))
+    elev = "25-35" if e < 35 else ("35-50" if e < 50 else ("50-70" if e < 70 else "70-90"))
+    temps = conditions.get("light_temps_k") or []
+    if temps and max(temps) - min(temps) > 1500:
+        light = "mixed"
+    elif temps and max(temps) < 4000:
+        light = "warm"
+    else:
+        light = "cold/daylight"
+    return {"elevation": elev, "light": light, "table": str(conditions.get("table_kind", "?")),
+            "mat": "mat" if conditions.get("mat_present") else "no mat"}
+
+
+def run(folder: Path, limit: int | None = None, log=print) -> dict[str, Any]:
+    from scoring import parse_castle, score_castle
+    from vision import PhotoError, read_photo
+
+    photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists())
+    photos = [p for p in photos if not p.stem.endswith("_mask")]
+    if limit:
+        photos = photos[:limit]
+    rows = []
+    for p in photos:
+        truth_json = json.loads(p.with_suffix(".json").read_text())
+        truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
+        truth_castle_only = parse_castle(truth_json["castle"])
+        true_score = score_castle(truth_castle_only).to_json()["players"]
+        t0 = time.perf_counter()
+        try:
+            reading = read_photo(p.read_bytes())
+            err = None
+        except PhotoError as exc:
+            reading, err = None, str(exc)
+        seconds = time.perf_counter() - t0
+        row: dict[str, Any] = {"photo": p.name, "seconds": round(seconds, 3), "bands": band(truth_json.get("conditions", {}))}
+        if reading is None:
+            row.update({"refused": True, "refusal": err, "confidence": 0.0})
+        else:
+            row.update({"refused": reading.refusal is not None, "refusal": reading.refusal,
+                        "confidence": round(reading.confidence, 3), "timings": reading.timings})
+            castle = reading.castle or reading.tentative_castle
+            if castle is not None:
+                row["pieces"] = compare(castle, truth)
+                found_score = score_castle(castle).to_json()["players"]
+                pts = {c: v["score"] for c, v in found_score.items()}
+                row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
+                    all(c in true_score or v == 0 for c, v in pts.items())
+            else:
+                row["score_exact"] = False
+        row["true_score"] = {c: v["score"] for c, v in true_score.items()}
+        rows.append(row)
+        log(f"{p.name}: {'REFUSED ' + str(row['refusal']) if row['refused'] else 'scored'} "
+            f"exact={row.get('score_exact')} conf={row['confidence']} {seconds:.2f}s {row['bands']}")
+    return summarise(rows)
+
+
+def _summary(rows: list[dict]) -> dict[str, Any]:
+    n = len(rows)
+    answered = [r for r in rows if not r["refused"]]
+    exact_answered = sum(1 for r in answered if r.get("score_exact"))
+    wrong_high = sum(1 for r in answered if not r.get("score_exact") and r["confidence"] >= HIGH_CONFIDENCE)
+    tot = defaultdict(lambda: defaultdict(int))
+    for r in rows:  # piece accuracy of the reconstruction, also for refused photos that had one
+        for kind, c in r.get("pieces", {}).items():
+            for k, v in c.items():
+                tot[kind][k] += v
+    pieces = {}
+    for kind, c in tot.items():
+        prec = c["tp"] / max(1, c["tp"] + c["fp"])
+        rec = c["tp"] / max(1, c["tp"] + c["fn"])
+        pieces[kind] = {"precision": round(prec, 4), "recall": round(rec, 4),
+                        "f1": round(2 * prec * rec / max(1e-9, prec + rec), 4)}
+        if kind == "keep":
+            pieces[kind]["colour_accuracy"] = round(c["colour_ok"] / max(1, c["tp"]), 4)
+            pieces[kind]["double_accuracy"] = round(c["double_ok"] / max(1, c["tp"]), 4)
+    secs = sorted(r["seconds"] for r in rows)
+    return {
+        "photos": n,
+        "exact_score_pct_of_all": round(100 * sum(1 for r in rows if r.get("score_exact") and not r["refused"]) / max(1, n), 2),
+        "exact_score_pct_of_answered": round(100 * exact_answered / max(1, len(answered)), 2),
+        "exact_reconstruction_pct_any_confidence": round(100 * sum(1 for r in rows if r.get("score_exact")) / max(1, n), 2),
+        "refused_pct": round(100 * (n - len(answered)) / max(1, n), 2),
+        "wrong_score_answered": len(answered) - exact_answered,
+        "wrong_score_high_confidence": wrong_high,
+        "pieces": pieces,
+        "median_s": round(statistics.median(secs), 3) if secs else None,
+        "p95_s": round(secs[min(len(secs) - 1, int(0.95 * len(secs)))], 3) if secs else None,
+    }
+
+
+def summarise(rows: list[dict]) -> dict[str, Any]:
+    out = {"overall": _summary(rows), "bands": {}, "rows": rows}
+    for key in ("elevation", "light", "table", "mat"):
+        groups = defaultdict(list)
+        for r in rows:
+            groups[r["bands"][key]].append(r)
+        out["bands"][key] = {g: _summary(rs) for g, rs in sorted(groups.items())}
+    return out
+
+
+def print_table(result: dict[str, Any], out=sys.stdout) -> None:
+    def line(name: str, s: dict) -> str:
+        p = s["pieces"]
+        f1 = " ".join(f"{k}:{p[k]['precision']:.3f}/{p[k]['recall']:.3f}" for k in ("tower", "short", "long", "keep") if k in p)
+        keep = p.get("keep", {})
+        return (f"{name:<22} n={s['photos']:<4} exact={s['exact_score_pct_of_all']:6.2f}% "
+                f"(answered {s['exact_score_pct_of_answered']:6.2f}%) refused={s['refused_pct']:6.2f}% "
+                f"wrong-high-conf={s['wrong_score_high_confidence']} P/R {f1} "
+                f"colour={keep.get('colour_accuracy', float('nan')):.3f} double={keep.get('double_accuracy', float('nan')):.3f} "
+                f"median={s['median_s']}s p95={s['p95_s']}s")
+
+    print(line("ALL", result["overall"]), file=out)
+    for key, groups in result["bands"].items():
+        for g, s in groups.items():
+            print(line(f"{key}={g}", s), file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.vision_benchmark", description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--json", type=Path, help="write the full result (summary per band and every photo) here")
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"{args.folder}: not a folder", file=sys.stderr)
+        return 2
+    result = run(args.folder, args.limit, log=(lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr)))
+    print_table(result)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The photo branch of `castellan score`: read the castle from a photo with vision.read_photo."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import cv2
+
+from .report import score_table
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def _overlay_path(args: argparse.Namespace) -> Path:
+    if args.overlay:
+        return Path(args.overlay)
+    if args.debug:
+        return Path(args.debug) / "overlay.png"
+    # The result always comes with its overlay; by default it goes to the current folder.
+    return Path(Path(args.file).stem + ".overlay.png")
+
+
+def score_photo(args: argparse.Namespace, data: bytes) -> int:
+    from vision import PhotoError, read_photo
+
+    profile = None
+    if getattr(args, "profile", None):
+        from calibration.profiles import load_profiles
+
+        try:
+            profile = load_profiles(args.profile)
+        except (OSError, ValueError) as e:
+            print(f"castellan score: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        reading = read_photo(data, profile=profile, debug_dir=args.debug)
+    except PhotoError as e:
+        print(f"castellan score: {args.file}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    overlay_path = _overlay_path(args)
+    try:
+        overlay_path.parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(overlay_path), reading.overlay)
+    except OSError as e:
+        print(f"castellan score: cannot write the overlay to {overlay_path}: {e}", file=sys.stderr)
+        overlay_path = None
+    if args.json:
+        out = reading.to_json()
+        out["overlay"] = str(overlay_path) if overlay_path else None
+        print(json.dumps(out, indent=2))
+    else:
+        if reading.refusal:
+            print(f"Not scored: {reading.refusal}")
+            print(f"(confidence {reading.confidence:.2f})")
+        else:
+            print(score_table(reading.score))
+            print(f"\nRead from the photo with confidence {reading.confidence:.2f} "
+                  f"in {sum(reading.timings.values()):.2f} s")
+        if overlay_path:
+            print(f"Overlay: {overlay_path}")
+    # A refusal is an unusable photo: the same exit status as other bad input, with advice printed.
+    return EXIT_OK if reading.refusal is None else EXIT_BAD_INPUT

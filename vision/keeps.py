@@ -1,0 +1,105 @@
+"""Stage: find the keeps, tell their colour, and tell a Double Keep from a single one by its height.
+
+A keep is a small coloured box. Its blob in the photo is matched against the projected silhouettes
+of a single (22 mm) and a double (44 mm) keep standing on the table where the blob's base must be;
+the better match decides, and the difference between the two matches is the decision's margin.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from vision.camera import Camera
+from vision.masks import KEEP_COLOURS
+from vision.reconstruct import Dims
+
+KEEP_HALF = 8.0 / 54
+KEEP_H = 22.0 / 54
+
+
+@dataclass
+class FoundKeep:
+    colour: str
+    at: tuple[float, float]  # lattice units, where it stands
+    double: bool
+    confidence: float
+    px: tuple[float, float]
+    outline: np.ndarray  # image polygon of the chosen silhouette
+
+
+def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
+    c, sn = np.cos(yaw), np.sin(yaw)
+    pts = []
+    for sx in (-1, 1):
+        for sy in (-1, 1):
+            dx, dy = sx * half, sy * half
+            for z in (0.0, height):
+                pts.append([at[0] + c * dx - sn * dy, at[1] + sn * dx + c * dy, z])
+    return cv2.convexHull(cam.project(np.array(pts)).astype(np.float32)).reshape(-1, 2)
+
+
+def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> float:
+    x0, y0, x1, y1 = box
+    tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
+    b = blob[y0:y1, x0:x1]
+    inter = np.logical_and(tile, b).sum()
+    union = np.logical_or(tile, b).sum()
+    return float(inter) / max(1, union)
+
+
+def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims) -> list[FoundKeep]:
+    """Keeps in the photo (cam in lattice units; dims gives the fitted piece scale)."""
+    size = dims.tower_half / (11.0 / 54)
+    height = dims.tower_h / (42.0 / 54)
+    half, h1 = KEEP_HALF * size, KEEP_H * height
+    # Expected area of a keep's top in pixels, to ignore specks and over-large coloured things.
+    found: list[FoundKeep] = []
+    H, W = keep_label.shape
+    for li, colour in enumerate(KEEP_COLOURS, start=1):
+        m = (keep_label == li).astype(np.uint8)
+        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        n, lab, stats, cents = cv2.connectedComponentsWithStats(m)
+        for k in range(1, n):
+            area = stats[k, cv2.CC_STAT_AREA]
+            if area < 12:
+                continue
+            blob = lab == k
+            # Keeps stand at any angle and anywhere in their courtyard: search position and yaw for
+            # each height hypothesis; the better best-IoU decides single or double.
+            per_h = {}
+            for double in (False, True):
+                hk = h1 * (2 if double else 1)
+                at0 = cam.image_to_plane(cents[k][None], z=hk / 2)[0]
+                top = None
+                for dx in (-0.06, 0.0, 0.06):
+                    for dy in (-0.06, 0.0, 0.06):
+                        for yaw in (0.0, 0.39, 0.785, 1.18):
+                            at = at0 + [dx, dy]
+                            poly = _silhouette(cam, at, half, hk, yaw)
+                            x0 = int(max(0, min(poly[:, 0].min(), stats[k, 0]) - 2))
+                            y0 = int(max(0, min(poly[:, 1].min(), stats[k, 1]) - 2))
+                            x1 = int(min(W, max(poly[:, 0].max(), stats[k, 0] + stats[k, 2]) + 3))
+                            y1 = int(min(H, max(poly[:, 1].max(), stats[k, 1] + stats[k, 3]) + 3))
+                            if x1 <= x0 or y1 <= y0:
+                                continue
+                            score = _iou(poly, blob, (x0, y0, x1, y1))
+                            if top is None or score > top[0]:
+                                top = (score, at, poly)
+                if top is not None:
+                    per_h[double] = top
+            if not per_h:
+                continue
+            double = max(per_h, key=lambda d: per_h[d][0])
+            iou, at, poly = per_h[double]
+            other = per_h.get(not double, (0.0,))[0]
+            best = (iou, double, at, poly, other)
+            if best is None or best[0] < 0.3:
+                continue  # a coloured speck or a card, not a keep-shaped thing
+            iou, double, at, poly, other = best
+            conf = float(np.clip(iou, 0, 1) * np.clip((iou - other) / 0.15 + 0.5, 0, 1))
+            found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
+                                   (float(cents[k][0]), float(cents[k][1])), poly))
+    return found

@@ -1,0 +1,114 @@
+"""Stage: per-pixel masks of the grey plastic and of the four keep colours, with white balance.
+
+The table is learned from the photo's border (the castle is framed inside it): a smoothed colour
+histogram of the border says what "table" looks like, in whatever colour, pattern or lightness.
+Grey plastic is then what is (after white balance) close to neutral *and* unlike the table; keeps are
+the strongly coloured pixels, their colour read by hue after the same white balance, so a warm lamp
+does not turn yellow into red. The white balance is taken from the most neutral non-table pixels:
+the pieces' grey plastic is the neutral reference.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+KEEP_COLOURS = ("red", "yellow", "green", "blue")
+# Hue centres on OpenCV's 0..180 scale, after white balance.
+HUE_CENTRES = {"red": 0.0, "yellow": 27.0, "green": 62.0, "blue": 112.0}
+
+_L_BINS, _AB_BINS = 16, 48
+
+
+@dataclass
+class Masks:
+    balanced: np.ndarray  # BGR uint8 after white balance
+    gains: np.ndarray  # (3,) BGR multipliers that made the grey plastic neutral
+    grey: np.ndarray  # bool: grey plastic (piece) pixels
+    keep: np.ndarray  # bool: saturated keep-coloured pixels
+    keep_label: np.ndarray  # uint8: 0 none, 1..4 index into KEEP_COLOURS + 1
+    table_like: np.ndarray  # float 0..1: how much each pixel looks like the table
+    brightness: float  # median V of the photo (0..255), for the "too dark" refusal
+    contrast: float  # 0..1: how separable the grey plastic is from the table
+
+
+def _border(shape: tuple[int, int], frac: float = 0.07) -> np.ndarray:
+    h, w = shape
+    b = np.zeros(shape, bool)
+    bh, bw = max(2, int(frac * h)), max(2, int(frac * w))
+    b[:bh], b[-bh:], b[:, :bw], b[:, -bw:] = True, True, True, True
+    return b
+
+
+def table_likelihood(lab: np.ndarray, sample: np.ndarray) -> np.ndarray:
+    """0..1 per pixel: how common its (L, a, b) is among the sampled table pixels.
+
+    The histogram is blurred along L more than along a, b: lighting varies the table's lightness
+    (vignetting, soft shading) much more than its colour.
+    """
+    L = (lab[:, :, 0].astype(np.int32) * _L_BINS) >> 8
+    A = (lab[:, :, 1].astype(np.int32) * _AB_BINS) >> 8
+    B = (lab[:, :, 2].astype(np.int32) * _AB_BINS) >> 8
+    flat = (L * _AB_BINS + A) * _AB_BINS + B
+    hist = np.bincount(flat[sample], minlength=_L_BINS * _AB_BINS * _AB_BINS).astype(np.float32)
+    hist = hist.reshape(_L_BINS, _AB_BINS, _AB_BINS)
+    # Separable blur: about one bin in L (lighting varies lightness), less in a, b.
+    for i in range(_L_BINS):
+        hist[i] = cv2.GaussianBlur(hist[i], (5, 5), 0.8, borderType=cv2.BORDER_CONSTANT)
+    kern = cv2.getGaussianKernel(7, 1.2).ravel().astype(np.float32)
+    hist = cv2.filter2D(hist.reshape(_L_BINS, -1), -1, kern[:, None], borderType=cv2.BORDER_CONSTANT).reshape(hist.shape)
+    # Self-calibrating scale: the density that three quarters of the table samples reach counts as
+    # fully table-like, so the threshold means the same on plain and on patterned tables.
+    at_samples = hist.ravel()[flat[sample]]
+    ref = float(np.percentile(at_samples, 25)) if at_samples.size else 1.0
+    return np.clip(hist.ravel()[flat] / max(ref, 1e-9), 0, 1)
+
+
+def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """BGR gains that make the least saturated bright candidates (the grey plastic) neutral."""
+    img = bgr.astype(np.float32) + 1.0
+    mx = img.max(axis=2)
+    s = (mx - img.min(axis=2)) / mx
+    sel = candidates & (mx > np.percentile(mx[candidates], 40) if candidates.any() else candidates) & (mx < 250)
+    if sel.sum() < 50:
+        return np.ones(3, np.float32)
+    thr = np.percentile(s[sel], 30)
+    ref = img[sel & (s <= thr)]
+    mean = np.median(ref, axis=0)
+    gains = mean.mean() / np.maximum(mean, 1.0)
+    return np.clip(gains, 0.6, 1.6).astype(np.float32)
+
+
+def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 30.0, table_thr: float = 0.08) -> Masks:
+    small = bgr
+    lab0 = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)
+    border = _border(lab0.shape[:2])
+    t_like = table_likelihood(lab0, border)
+    # White balance from pixels that are not table and not strongly coloured (the plastic).
+    chroma0 = np.hypot(lab0[:, :, 1].astype(np.float32) - 128, lab0[:, :, 2].astype(np.float32) - 128)
+    cand = (t_like < table_thr) & (chroma0 < 3 * chroma_grey) & (lab0[:, :, 0] > 60)
+    gains = white_balance_gains(small, cand) if cand.sum() > 200 else white_balance_gains(small, np.ones(cand.shape, bool))
+    bal = np.clip(small.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
+    L = lab[:, :, 0].astype(np.float32)
+    a, b = lab[:, :, 1].astype(np.float32) - 128, lab[:, :, 2].astype(np.float32) - 128
+    chroma = np.hypot(a, b)
+    # Chroma of a dark pixel is unreliable (noise, and Lab chroma shrinks towards black).
+    neutral = chroma < chroma_grey * np.clip(L / 120.0, 0.5, 1.0)
+    t_like_bal = table_likelihood(lab, border)
+    grey = neutral & (t_like_bal < table_thr) & (L > 30)
+    grey = cv2.morphologyEx(grey.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8)).astype(bool)
+
+    hsv = cv2.cvtColor(bal, cv2.COLOR_BGR2HSV)
+    hue = hsv[:, :, 0].astype(np.float32)
+    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 70) & (hsv[:, :, 2] > 40) & (t_like_bal < 2 * table_thr)
+    label = np.zeros(hue.shape, np.uint8)
+    if keep.any():
+        d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in HUE_CENTRES.values()])
+        label = (np.argmin(d, axis=0) + 1).astype(np.uint8)
+        label[~keep] = 0
+    # Contrast: how many neutral non-border pixels look like the table (a grey table hides grey pieces).
+    inner_neutral = neutral & ~border & (L > 30)
+    contrast = 1.0 - float(np.mean(t_like_bal[inner_neutral] >= table_thr)) if inner_neutral.any() else 0.0
+    return Masks(bal, gains, grey, keep, label, t_like_bal, float(np.median(hsv[:, :, 2])), contrast)

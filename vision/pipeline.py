@@ -1,0 +1,396 @@
+"""Photo -> castle -> score: the pipeline, one stage per function, and `read_photo` reading like it.
+
+decode -> masks -> table plane and camera pose -> lattice -> pieces -> keeps -> castle
+-> self-check and confidence -> overlay. Each stage is timed; below the confidence threshold the
+answer is a refusal with advice, never a made-up score.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import cv2
+import numpy as np
+
+from vision.camera import Camera
+from vision.decode import DecodedPhoto, decode_photo
+from vision.keeps import FoundKeep, find_keeps
+from vision.lattice import Lattice, fit_lattice
+from vision.masks import Masks, compute_masks
+from vision.overlay import OWNER_BGR, draw_overlay
+from vision.plane import TablePose, pose_from_castle, pose_from_mat
+from vision.reconstruct import Fit, fit_castle
+
+# Below this a reading is refused. Chosen so that no wrong score is given with high confidence on the
+# development renders (see benchmarks/vision_benchmark.py); re-check it whenever the pipeline changes.
+CONFIDENCE_THRESHOLD = 0.5
+MIN_ELEVATION_DEG = 25.0
+IN_SPEC_ELEVATION_DEG = 35.0
+WORKING_SIDE = 1280
+
+PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
+
+
+@dataclass
+class PhotoReading:
+    """What the scorer read from one photo (see docs/HELPERS.md, the vision API)."""
+
+    castle: Any  # scoring.Castle, or None when refused
+    confidence: float
+    refusal: str | None
+    overlay: np.ndarray
+    timings: dict[str, float]
+    findings: list[dict]
+    score: Any = None  # scoring.Score when read
+    rectification: dict = field(default_factory=dict)
+    tentative_castle: Any = None  # what was reconstructed even when refused (never scored)
+    piece_confidence: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any]
+        if self.castle is not None and self.score is not None and self.refusal is None:
+            out = self.score.to_json()
+            castle_json = out.get("castle", {})
+            for wall in castle_json.get("walls", []):
+                key = (tuple(wall["from"]), tuple(wall["to"]))
+                if key in self.piece_confidence:
+                    wall["confidence"] = round(self.piece_confidence[key], 3)
+        else:
+            out = {"format": "castellan-score/1", "players": {}, "winners": [], "courtyards": [], "castle": None}
+            if self.tentative_castle is not None:
+                out["tentative_castle"] = self.tentative_castle.to_json()
+        out["findings"] = list(out.get("findings", [])) if self.refusal is None else list(self.findings)
+        out["confidence"] = round(float(self.confidence), 3)
+        out["refusal"] = self.refusal
+        out["timings"] = {k: round(v, 4) for k, v in self.timings.items()}
+        out["rectification"] = self.rectification
+        return out
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stages
+
+def castle_region(grey: np.ndarray) -> np.ndarray:
+    """The largest cluster of grey pixels (the castle), dilated a little; clutter elsewhere drops out."""
+    h, w = grey.shape
+    k = max(3, int(round(0.02 * max(h, w))))
+    closed = cv2.morphologyEx(grey.astype(np.uint8), cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(closed)
+    if n <= 1:
+        return np.zeros_like(grey)
+    big = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    region = (lab == big).astype(np.uint8)
+    return cv2.dilate(region, np.ones((k, k), np.uint8)).astype(bool)
+
+
+def top_view(mask: np.ndarray, cam: Camera, z: float, size: int = 640) -> tuple[np.ndarray, float, tuple[float, float]] | None:
+    """Warp a mask onto the plane at height z: (top-view mask, pixels per table unit, table offset)."""
+    ys, xs = np.nonzero(mask)
+    if len(xs) < 50:
+        return None
+    pts = cam.image_to_plane(np.stack([xs, ys], 1)[:: max(1, len(xs) // 5000)].astype(float), z)
+    lo, hi = np.percentile(pts, 0.5, axis=0), np.percentile(pts, 99.5, axis=0)
+    extent = float(max(hi - lo))
+    if not np.isfinite(extent) or extent <= 0:
+        return None
+    margin = 0.05 * extent
+    lo, hi = lo - margin, hi + margin
+    ppu = size / float(max(hi - lo))
+    T = np.array([[ppu, 0, -lo[0] * ppu], [0, ppu, -lo[1] * ppu], [0, 0, 1.0]])
+    M = T @ np.linalg.inv(cam.plane_homography(z))
+    wsz = (int(math.ceil((hi[0] - lo[0]) * ppu)), int(math.ceil((hi[1] - lo[1]) * ppu)))
+    top = cv2.warpPerspective(mask.astype(np.uint8) * 255, M, wsz, flags=cv2.INTER_LINEAR) > 127
+    return top, ppu, (float(lo[0]), float(lo[1]))
+
+
+def table_pose(photo: DecodedPhoto, region: np.ndarray) -> TablePose | None:
+    pose = pose_from_mat(photo.bgr, photo.focal_px)
+    if pose is not None:
+        return pose
+    return pose_from_castle(photo.bgr, region, photo.focal_px)
+
+
+def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
+    """Pitch range from the unit: mm (mat) or camera heights (castle-only, scale still unknown)."""
+    if pose.unit == "mm":
+        pitch_range, z_top = PITCH_MM_RANGE, 30.0
+    else:
+        pitch_range, z_top = (0.025, 0.3), None
+    tv = top_view(mask, pose.camera, 0.0)
+    if tv is None:
+        return None
+    lat = fit_lattice(tv[0], tv[1], pitch_range, tv[2])
+    if lat is None:
+        return None
+    # Refit on the plane of the wall tops: there the pieces' tops line up with their footprints.
+    z = z_top if z_top is not None else 0.55 * lat.pitch
+    tv = top_view(mask, pose.camera, z)
+    if tv is None:
+        return lat
+    lat2 = fit_lattice(tv[0], tv[1], (lat.pitch * 0.85, lat.pitch * 1.15), tv[2])
+    return lat2 if lat2 is not None else lat
+
+
+def build_castle(fit: Fit, keeps: list[FoundKeep]):
+    """Turn the decided sites and edges into a scoring.Castle (long walls where no tower splits a run)."""
+    from scoring import Castle, Keep, Wall
+
+    towers = {el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"}
+    edges = sorted(el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "edge")
+    edge_set, used, walls = set(edges), set(), []
+    for p, q in edges:
+        if (p, q) in used:
+            continue
+        used.add((p, q))
+        d = (q[0] - p[0], q[1] - p[1])
+        nxt = (q, (q[0] + d[0], q[1] + d[1]))
+        if q not in towers and nxt in edge_set and nxt not in used:
+            used.add(nxt)
+            walls.append(Wall.between(p, nxt[1]))
+        else:
+            walls.append(Wall.between(p, q))
+    # Translate so the castle starts at (0, 0): the lattice origin is arbitrary.
+    pts = list(towers) + [w.a for w in walls] + [w.b for w in walls]
+    ox = min((p[0] for p in pts), default=0)
+    oy = min((p[1] for p in pts), default=0)
+    sh = lambda p: (p[0] - ox, p[1] - oy)  # noqa: E731
+    castle = Castle(
+        towers=tuple(sorted(sh(t) for t in towers)),
+        walls=tuple(sorted(Wall.between(sh(w.a), sh(w.b)) for w in walls)),
+        keeps=tuple(Keep(k.colour, (round(k.at[0] - ox, 3), round(k.at[1] - oy, 3)), k.double) for k in keeps),
+    )
+    return castle, (ox, oy)
+
+
+@dataclass
+class Assessment:
+    confidence: float
+    refusal: str | None
+    factors: dict[str, float]
+    findings: list[dict]
+
+
+def _cut_off_side(region: np.ndarray) -> str | None:
+    h, w = region.shape
+    b = max(2, int(0.004 * max(h, w)))
+    sides = {"left": region[:, :b], "right": region[:, -b:], "top": region[:b, :], "bottom": region[-b:, :]}
+    frac = {k: v.mean() for k, v in sides.items()}
+    worst = max(frac, key=frac.get)
+    return worst if frac[worst] > 0.01 else None
+
+
+def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
+           score, weight_mask: np.ndarray | None) -> Assessment:
+    """Self-check and confidence: every factor is 0..1; the reading's confidence is their product."""
+    f: dict[str, float] = {}
+    findings: list[dict] = []
+    if masks.brightness < 40:
+        return Assessment(0.0, "the photo is too dark: turn on a light or move the castle into brighter light", {"light": 0.0}, findings)
+    if region.sum() < 0.002 * region.size:
+        return Assessment(0.0, "no castle found in the photo: photograph the castle from above so that it fills most of the picture", {"castle": 0.0}, findings)
+    if pose is None or fit is None:
+        return Assessment(0.0, "no castle lattice could be found: photograph the whole castle from higher up, with its walls clearly visible", {"lattice": 0.0}, findings)
+    elev = pose.camera.elevation_deg
+    f["elevation"] = 1.0 if elev >= 40 else (0.8 if elev >= IN_SPEC_ELEVATION_DEG else (0.55 if elev >= MIN_ELEVATION_DEG else 0.0))
+    if f["elevation"] == 0.0:
+        return Assessment(0.0, f"take the photo from higher up: the camera is only about {elev:.0f} degrees above the table (at least 35 are needed)", f, findings)
+    side = _cut_off_side(region)
+    clipped = any(el.clipped and a for el, a in zip(fit.elements, fit.decision.active))
+    if side is not None or clipped:
+        where = side or "edge"
+        return Assessment(0.0, f"the castle is cut off on the {where} of the photo: step back or turn the phone so the whole castle is in the picture", {"framing": 0.0}, findings)
+    active = fit.decision.active
+    n_pieces = int(active.sum())
+    if n_pieces < 3:
+        return Assessment(0.0, "no castle found in the photo: photograph the castle from above so that it fills most of the picture", {"castle": 0.0}, findings)
+    # How well the pieces explain the grey pixels of the castle.
+    w = weight_mask.ravel()
+    covered = np.zeros(w.shape[0], bool)
+    for el, a in zip(fit.elements, active):
+        if a:
+            covered[el.idx] = True
+    reg = region.ravel()
+    pos = (w > 0) & reg
+    recall = float((covered & pos).sum()) / max(1, pos.sum())
+    precision = float((covered & (w > 0)).sum()) / max(1, (covered & (w != 0)).sum())
+    f["fit"] = float(np.clip((min(recall, precision) - 0.5) / 0.3, 0, 1))
+    # The least certain piece decision decides: one wrong wall can change a score.
+    m = np.abs(fit.decision.margin)
+    relevant = m[np.array([len(el.idx) > 0 for el in fit.elements])]
+    weakest = float(np.min(relevant)) if len(relevant) else 0.0
+    f["pieces"] = float(np.clip(weakest / 0.25, 0, 1))
+    f["keeps"] = float(min((k.confidence for k in keeps), default=0.5 if score is not None else 0.0))
+    if not keeps:
+        findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
+    f["keeps"] = max(f["keeps"], 0.0)
+    f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))
+    if score is not None:
+        violations = [x for x in score.findings if x.severity == "violation"]
+        for v in violations:
+            findings.append(v.to_json())
+        f["rules"] = 1.0 if not violations else 0.3
+    conf = float(np.prod(list(f.values())))
+    refusal = None
+    if conf < CONFIDENCE_THRESHOLD:
+        worst = min(f, key=f.get)
+        refusal = {
+            "elevation": f"take the photo from higher up: the camera is about {elev:.0f} degrees above the table; 45 or more reads best",
+            "fit": "the pieces could not all be matched (glare, clutter or a hand over the castle?): take the photo again from higher up, with nothing over the castle",
+            "pieces": "some pieces could not be read clearly: take the photo from higher up, in even light, with the whole castle in the frame",
+            "keeps": "a keep could not be read clearly (its colour, or whether it is a Double Keep): take the photo from a little lower at the side, in even light",
+            "plane": "the table plane could not be measured well: lay the calibration mat beside the castle or take the photo from higher up",
+            "rules": "the reading breaks the rules (see findings), so a piece was probably misread: take the photo again from higher up",
+        }[worst]
+    return Assessment(conf, refusal, f, findings)
+
+
+def _debug_write(debug_dir: str | None, name: str, img: np.ndarray) -> None:
+    if debug_dir is None:
+        return
+    os.makedirs(debug_dir, exist_ok=True)
+    if img.dtype == bool:
+        img = img.astype(np.uint8) * 255
+    cv2.imwrite(os.path.join(debug_dir, name), img)
+
+
+def _outlines(fit: Fit | None, keeps: list[FoundKeep]) -> list[tuple[np.ndarray, tuple[int, int, int]]]:
+    out = []
+    if fit is not None:
+        from vision.reconstruct import element_boxes
+
+        for el, a in zip(fit.elements, fit.decision.active):
+            if not a:
+                continue
+            pts = fit.cam.project(element_boxes(el.kind, el.key, fit.dims))
+            hull = cv2.convexHull(pts.astype(np.float32)).reshape(-1, 2)
+            out.append((hull, (255, 255, 0) if el.kind == "tower" else (0, 255, 255)))
+    for k in keeps:
+        out.append((k.outline, OWNER_BGR.get(k.colour, (255, 255, 255))))
+    return out
+
+
+def _apply_profile(photo: DecodedPhoto, profile) -> DecodedPhoto:
+    """A calibrated camera (calibration.profiles) replaces the EXIF guess and removes lens distortion."""
+    if profile is None:
+        return photo
+    from dataclasses import replace
+
+    from calibration.camera import camera_for_photo, undistort_image
+
+    h, w = photo.bgr.shape[:2]
+    cam, source = camera_for_photo(w, h, profile)
+    if source != "profile":
+        return photo
+    return replace(photo, bgr=undistort_image(photo.bgr, cam), focal_px=float(cam.focal_px[0]), focal_source="profile")
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> PhotoReading:
+    """Read a castle from the bytes of a photo. Raises PhotoError when the bytes are not a photo."""
+    from scoring import score_castle
+
+    timer = _Timer()
+    with timer.stage("decode"):
+        photo = decode_photo(data, max_side=WORKING_SIDE)
+        photo = _apply_profile(photo, profile)
+    with timer.stage("masks"):
+        masks = compute_masks(photo.bgr)
+        region = castle_region(masks.grey)
+        grey = masks.grey & region
+    _debug_write(debug_dir, "01_balanced.png", masks.balanced)
+    _debug_write(debug_dir, "02_grey_mask.png", masks.grey)
+    _debug_write(debug_dir, "03_keep_mask.png", masks.keep)
+    _debug_write(debug_dir, "04_castle_region.png", region)
+
+    pose = fit = score = castle = None
+    keeps: list[FoundKeep] = []
+    weight = None
+    if masks.brightness >= 40 and region.any():
+        with timer.stage("table_plane"):
+            pose = table_pose(photo, region)
+        if pose is not None:
+            with timer.stage("lattice"):
+                lattice = lattice_from_pose(pose, grey)
+            if lattice is not None:
+                if debug_dir is not None:
+                    tv = top_view(grey, pose.camera, 0.0)
+                    if tv is not None:
+                        _debug_write(debug_dir, "05_rectified_mask.png", tv[0])
+                        ppu, off = tv[1], tv[2]
+                        H = np.array([[ppu, 0, -off[0] * ppu], [0, ppu, -off[1] * ppu], [0, 0, 1.0]]) @ np.linalg.inv(pose.camera.plane_homography(0.0))
+                        _debug_write(debug_dir, "05_rectified_view.png", cv2.warpPerspective(photo.bgr, H, tv[0].shape[::-1]))
+                with timer.stage("pieces"):
+                    dont_care = masks.keep
+                    fit = fit_castle(pose.camera, lattice, grey, dont_care)
+                    weight = np.where(grey, 1.0, -1.0)
+                    weight[dont_care] = 0.0
+    if fit is not None:
+        with timer.stage("keeps"):
+            keeps = find_keeps(fit.cam, masks.keep_label, fit.dims)
+        with timer.stage("score"):
+            castle, _ = build_castle(fit, keeps)
+            if castle.is_empty:
+                castle = None
+            else:
+                score = score_castle(castle)
+    with timer.stage("self_check"):
+        verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score, weight_mask=weight)
+    with timer.stage("overlay"):
+        yards = [c.to_json() for c in score.courtyards] if score is not None and verdict.refusal is None else []
+        overlay = draw_overlay(photo.bgr, fit.cam if fit is not None else None, _outlines(fit, keeps), [], verdict.refusal, verdict.confidence)
+        if yards and fit is not None:
+            # Courtyard cells are in the castle's shifted frame; map them back onto this lattice.
+            _, (ox, oy) = build_castle(fit, keeps)
+            shifted = [dict(y, cells=[[c[0] + ox, c[1] + oy] for c in y["cells"]]) for y in yards]
+            overlay = draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), shifted, verdict.refusal, verdict.confidence)
+    _debug_write(debug_dir, "09_overlay.png", overlay)
+    if debug_dir is not None and fit is not None:
+        lat_img = photo.bgr.copy()
+        sites = np.array(fit.sites, float)
+        for z, col in ((0.0, (0, 0, 255)), (fit.dims.tower_h, (255, 0, 255))):
+            pts = fit.cam.project(np.c_[sites, np.full(len(sites), z)])
+            for x, y in pts:
+                cv2.circle(lat_img, (int(x), int(y)), 2, col, -1)
+        _debug_write(debug_dir, "06_lattice.png", lat_img)
+        _debug_write(debug_dir, "07_detections.png", draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), [], None, verdict.confidence))
+
+    piece_conf: dict = {}
+    rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size)}
+    if pose is not None:
+        rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
+                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
+    if fit is not None:
+        rect.update({"pitch_px": round(float(np.linalg.norm(fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))[1] - fit.cam.project(np.array([[0, 0, 0.0]]))[0])), 1),
+                     "piece_scale": round(fit.dims.tower_half / (11 / 54), 3), "height_scale": round(fit.dims.tower_h / (42 / 54), 3)})
+    rect["factors"] = {k: round(v, 3) for k, v in verdict.factors.items()}
+    refused = verdict.refusal is not None
+    return PhotoReading(
+        castle=None if refused else castle,
+        confidence=verdict.confidence,
+        refusal=verdict.refusal,
+        overlay=overlay,
+        timings=timer.timings,
+        findings=verdict.findings,
+        score=None if refused else score,
+        rectification=rect,
+        tentative_castle=castle if refused else None,
+        piece_confidence=piece_conf,
+    )

@@ -1,0 +1,203 @@
+"""Stage: the table plane and the camera pose, from the calibration mat or from the castle itself.
+
+With the mat: its ChArUco corners give the image <-> table-millimetre homography directly
+(calibration.mat.find_mat), and the pose follows from it and the focal length.
+Without it: the walls run in two orthogonal directions, so their edges' two vanishing points give the
+table's orientation (a Manhattan-world estimate); the position along the viewing ray only sets the
+scale, which the lattice fit then fixes (table units = camera height until the pitch is known).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from vision.camera import Camera, focal_from_homography, intrinsics
+
+
+@dataclass
+class TablePose:
+    camera: Camera  # table units: mm (mat) or camera heights (castle)
+    source: str  # "mat" or "castle"
+    unit: str  # "mm" or "camera-height"
+    quality: float  # 0..1, how well the plane was determined
+    focal_source: str
+    mat_corners: np.ndarray | None = None  # image points of the mat's corners, for the overlay
+
+
+def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | None) -> tuple[np.ndarray, str]:
+    if exif_focal is not None:
+        return intrinsics(width, height, exif_focal), "exif"
+    if H is not None:
+        f = focal_from_homography(H, width, height)
+        if f is not None:
+            return intrinsics(width, height, f), "mat"
+    return intrinsics(width, height), "default"
+
+
+def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None:
+    try:
+        from calibration.mat import find_mat
+    except ImportError:  # the calibration package is optional for the castle-only path
+        return None
+    det = find_mat(bgr)
+    if det is None:
+        return None
+    h, w = bgr.shape[:2]
+    H = det.homography_inv  # mat mm -> image px
+    K, fsrc = _focal(w, h, exif_focal, H)
+    cam = Camera.from_homography(H, K)
+    quality = float(np.clip(1.0 - det.rms_mm / 2.0, 0.0, 1.0)) * min(1.0, len(det.corner_ids) / 12.0)
+    return TablePose(cam, "mat", "mm", quality, fsrc, det.image_points)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Without the mat: vanishing points of the wall edges.
+
+def _segments(gray: np.ndarray, region: np.ndarray, min_len: float) -> np.ndarray:
+    lsd = cv2.createLineSegmentDetector(cv2.LSD_REFINE_STD)
+    lines = lsd.detect(gray)[0]
+    if lines is None:
+        return np.zeros((0, 4))
+    segs = lines.reshape(-1, 4).astype(float)
+    length = np.hypot(segs[:, 2] - segs[:, 0], segs[:, 3] - segs[:, 1])
+    mid = ((segs[:, :2] + segs[:, 2:]) / 2).round().astype(int)
+    h, w = region.shape
+    inside = region[np.clip(mid[:, 1], 0, h - 1), np.clip(mid[:, 0], 0, w - 1)]
+    return segs[(length >= min_len) & inside]
+
+
+def _vp_consistency(segs: np.ndarray, vp: np.ndarray) -> np.ndarray:
+    """Angle (radians) between each segment and the direction from its midpoint to the vanishing point."""
+    d = segs[:, 2:] - segs[:, :2]
+    mid = (segs[:, :2] + segs[:, 2:]) / 2
+    if abs(vp[2]) < 1e-9:
+        to_vp = np.broadcast_to(vp[:2], mid.shape)
+    else:
+        to_vp = vp[:2] / vp[2] - mid
+    cross = d[:, 0] * to_vp[:, 1] - d[:, 1] * to_vp[:, 0]
+    dot = np.sum(d * to_vp, axis=1)
+    return np.abs(np.arctan2(np.abs(cross), np.abs(dot)))
+
+
+def _refine_vp(segs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    p1 = np.c_[segs[:, :2], np.ones(len(segs))]
+    p2 = np.c_[segs[:, 2:], np.ones(len(segs))]
+    lines = np.cross(p1, p2)
+    lines /= np.linalg.norm(lines[:, :2], axis=1, keepdims=True)
+    M = (lines * weights[:, None]).T @ lines
+    _, vecs = np.linalg.eigh(M)
+    return vecs[:, 0]
+
+
+def find_vanishing_points(segs: np.ndarray, k: int = 3, tol_deg: float = 1.5, iters: int = 400,
+                          seed: int = 0) -> list[tuple[np.ndarray, float, np.ndarray]]:
+    """Up to k vanishing points by sequential RANSAC: (vp homogeneous, support length, inlier mask).
+
+    Works in normalised coordinates supplied by the caller (so points at infinity are well behaved).
+    """
+    rng = np.random.default_rng(seed)
+    length = np.hypot(segs[:, 2] - segs[:, 0], segs[:, 3] - segs[:, 1])
+    remaining = np.ones(len(segs), bool)
+    out = []
+    tol = math.radians(tol_deg)
+    p1 = np.c_[segs[:, :2], np.ones(len(segs))]
+    p2 = np.c_[segs[:, 2:], np.ones(len(segs))]
+    lines = np.cross(p1, p2)
+    for _ in range(k):
+        idx = np.nonzero(remaining)[0]
+        if len(idx) < 4:
+            break
+        prob = length[idx] / length[idx].sum()
+        best, best_score = None, 0.0
+        for _ in range(iters):
+            a, b = rng.choice(idx, 2, replace=False, p=prob)
+            vp = np.cross(lines[a], lines[b])
+            n = np.linalg.norm(vp)
+            if n < 1e-12:
+                continue
+            vp = vp / n
+            inl = remaining & (_vp_consistency(segs, vp) < tol)
+            score = float(length[inl].sum())
+            if score > best_score:
+                best, best_score = vp, score
+        if best is None:
+            break
+        inl = remaining & (_vp_consistency(segs, best) < tol)
+        vp = _refine_vp(segs[inl], length[inl])
+        inl = remaining & (_vp_consistency(segs, vp) < tol)
+        out.append((vp, float(length[inl].sum()), inl))
+        remaining &= ~inl
+    return out
+
+
+def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | None) -> TablePose | None:
+    """Table orientation from the two orthogonal wall directions; None when they cannot be seen."""
+    h, w = bgr.shape[:2]
+    gray = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
+    segs = _segments(gray, region, min_len=max(8.0, 0.012 * max(h, w)))
+    if len(segs) < 8:
+        return None
+    # Normalise: centre and scale by the image diagonal so points at infinity are well conditioned.
+    s = math.hypot(w, h)
+    N = np.array([[1 / s, 0, -w / (2 * s)], [0, 1 / s, -h / (2 * s)], [0, 0, 1]])
+    nsegs = np.c_[(segs[:, :2] - [w / 2, h / 2]) / s, (segs[:, 2:] - [w / 2, h / 2]) / s]
+    vps = find_vanishing_points(nsegs, k=3)
+    if len(vps) < 2:
+        return None
+    total = sum(v[1] for v in vps)
+    Ninv = np.linalg.inv(N)
+    best = None
+    # The two wall directions: the strongest pair of families that is orthogonal under the focal length.
+    for a in range(len(vps)):
+        for b in range(a + 1, len(vps)):
+            va, vb = Ninv @ vps[a][0], Ninv @ vps[b][0]
+            K = _pair_intrinsics(va, vb, w, h, exif_focal)
+            if K is None:
+                continue
+            da, db = np.linalg.solve(K, va), np.linalg.solve(K, vb)
+            da /= np.linalg.norm(da)
+            db /= np.linalg.norm(db)
+            ortho = abs(float(da @ db))
+            support = (vps[a][1] + vps[b][1]) / total
+            score = support - 2.0 * ortho
+            if best is None or score > best[0]:
+                best = (score, da, db, K, ortho, support)
+    if best is None:
+        return None
+    _, da, db, K, ortho, support = best
+    # Symmetric orthogonalisation of the two directions.
+    u, _, vt = np.linalg.svd(np.stack([da, db], axis=1), full_matrices=False)
+    r12 = u @ vt
+    r1, r2 = r12[:, 0], r12[:, 1]
+    up = np.cross(r1, r2)
+    if up[2] > 0:  # the table normal must point back towards the camera (which looks along +z)
+        up = -up
+    ys, xs = np.nonzero(region)
+    c = np.array([xs.mean(), ys.mean(), 1.0]) if len(xs) else np.array([w / 2, h / 2, 1.0])
+    ray = np.linalg.solve(K, c)
+    depth = 1.0 / abs(float(up @ ray))
+    t = ray * depth  # the table origin: the castle's centre, camera height 1
+    cam = Camera(K, np.stack([r1, r2, up], axis=1), t)
+    quality = float(np.clip(support, 0, 1) * np.clip(1 - ortho / 0.2, 0, 1))
+    fsrc = "exif" if exif_focal is not None else ("vanishing-points" if K[0, 0] != intrinsics(w, h)[0, 0] else "default")
+    return TablePose(cam, "castle", "camera-height", quality, fsrc)
+
+
+def _pair_intrinsics(va: np.ndarray, vb: np.ndarray, w: int, h: int, exif_focal: float | None) -> np.ndarray | None:
+    if exif_focal is not None:
+        return intrinsics(w, h, exif_focal)
+    c = np.array([w / 2, h / 2])
+    diag = math.hypot(w, h)
+    finite = abs(va[2]) > 1e-9 and abs(vb[2]) > 1e-9
+    if finite:
+        pa, pb = va[:2] / va[2] - c, vb[:2] / vb[2] - c
+        f2 = -float(pa @ pb)
+        # Only trust f from vanishing points when both are reasonably close (a clearly oblique view).
+        if f2 > 0 and max(np.linalg.norm(pa), np.linalg.norm(pb)) < 8 * diag:
+            f = math.sqrt(f2)
+            if 0.5 * diag < f < 3.0 * diag:
+                return intrinsics(w, h, f)
+    return intrinsics(w, h)

@@ -1,0 +1,256 @@
+"""Stage: decide every lattice site and edge by analysis-by-synthesis against the piece mask.
+
+Each candidate piece is a 3-D box standing on its footprint on the table (a tower on a lattice point,
+a wall on a lattice edge). Its silhouette in the photo is the convex hull of the box's projected
+corners, so an oblique view's lean is modelled, not ignored: a piece is located where it *stands*.
+The castle is the set of boxes whose union best explains the grey-piece mask; it is found by
+iterated conditional modes (toggle one piece at a time while that improves the fit), which converges
+in a few passes because neighbouring pieces only overlap a little.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from vision.camera import Camera
+from vision.lattice import Lattice
+
+# Nominal piece sizes in lattice steps (54 mm pitch; spec/pieces-and-photos.md). `Dims.scaled`
+# adapts them: the real pieces may differ by +-20 % and the fit chooses the best scale.
+TOWER_HALF = 11.0 / 54
+TOWER_H = 42.0 / 54
+WALL_HALF = 4.5 / 54
+WALL_H = 30.0 / 54
+
+
+@dataclass(frozen=True)
+class Dims:
+    tower_half: float = TOWER_HALF
+    tower_h: float = TOWER_H
+    wall_half: float = WALL_HALF
+    wall_h: float = WALL_H
+
+    def scaled(self, size: float, height: float) -> "Dims":
+        return Dims(self.tower_half * size, self.tower_h * height, self.wall_half * size, self.wall_h * height)
+
+
+@dataclass
+class Element:
+    kind: str  # "tower" or "edge"
+    key: tuple  # (i, j) for a tower, ((i, j), (k, l)) for an edge
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # flat pixel indices of its silhouette
+    base_px: tuple[float, float] = (0.0, 0.0)  # where its footprint centre is in the image
+    clipped: bool = False  # part of its silhouette falls outside the image
+
+
+def _box_corners(cx: float, cy: float, hx: float, hy: float, h: float) -> np.ndarray:
+    return np.array([[cx + sx * hx, cy + sy * hy, z] for sx in (-1, 1) for sy in (-1, 1) for z in (0.0, h)])
+
+
+def element_boxes(kind: str, key: tuple, d: Dims) -> np.ndarray:
+    """Corners (8, 3) in lattice units of the box a piece occupies."""
+    if kind == "tower":
+        i, j = key
+        return _box_corners(i, j, d.tower_half, d.tower_half, d.tower_h)
+    (i, j), (k, l) = key
+    cx, cy = (i + k) / 2.0, (j + l) / 2.0
+    # A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
+    # long wall does run through the lattice point it passes over.
+    if j == l:
+        return _box_corners(cx, cy, 0.5, d.wall_half, d.wall_h)
+    return _box_corners(cx, cy, d.wall_half, 0.5, d.wall_h)
+
+
+def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims) -> list[Element]:
+    """Rasterise every candidate piece's silhouette (cam is in lattice units)."""
+    h, w = shape
+    site_set = set(sites)
+    keys: list[tuple[str, tuple]] = [("tower", s) for s in sites]
+    for (i, j) in sites:
+        for (k, l) in ((i + 1, j), (i, j + 1)):
+            if (k, l) in site_set:
+                keys.append(("edge", ((i, j), (k, l))))
+    corners = np.concatenate([element_boxes(kind, key, d) for kind, key in keys])
+    px = cam.project(corners).reshape(len(keys), 8, 2)
+    elements = []
+    for (kind, key), pts in zip(keys, px):
+        x0, y0 = np.floor(pts.min(0)).astype(int)
+        x1, y1 = np.ceil(pts.max(0)).astype(int)
+        clipped = x0 < 0 or y0 < 0 or x1 >= w or y1 >= h
+        cx0, cy0, cx1, cy1 = max(0, x0), max(0, y0), min(w - 1, x1), min(h - 1, y1)
+        if cx1 < cx0 or cy1 < cy0:
+            elements.append(Element(kind, key, np.zeros(0, np.int64), (0, 0), True))
+            continue
+        hull = cv2.convexHull(np.round((pts - [cx0, cy0]) * 4).astype(np.int32))
+        tile = np.zeros((cy1 - cy0 + 1, cx1 - cx0 + 1), np.uint8)
+        cv2.fillConvexPoly(tile, hull, 1, lineType=cv2.LINE_8, shift=2)
+        rr, cc = np.nonzero(tile)
+        idx = (rr + cy0).astype(np.int64) * w + (cc + cx0)
+        base = pts[[0, 2, 4, 6]].mean(0)  # corners with z = 0
+        elements.append(Element(kind, key, idx, (float(base[0]), float(base[1])), clipped))
+    return elements
+
+
+@dataclass
+class Decision:
+    active: np.ndarray  # bool per element
+    margin: np.ndarray  # per element: evidence for its decision, as a fraction of its own pixels (-1..1)
+    score: float  # total fit: sum of pixel weights under the union of active silhouettes
+
+
+def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, passes: int = 8,
+        init: np.ndarray | None = None) -> Decision:
+    """Choose the set of pieces whose silhouettes' union best explains `weight` (flat, +1 piece, -1 not).
+
+    `prior` is a per-pixel cost of adding a piece (a small Occam's razor against pieces that explain
+    only a few pixels).
+    """
+    n = len(elements)
+    cover = np.zeros(weight.shape[0], np.int16)
+    active = np.zeros(n, bool) if init is None else init.copy()
+    for e, a in zip(elements, active):
+        if a:
+            cover[e.idx] += 1
+    # Big pieces first: towers explain the most pixels and walls then fill in between.
+    order = sorted(range(n), key=lambda k: -len(elements[k].idx))
+    for _ in range(passes):
+        changed = 0
+        for k in order:
+            e = elements[k]
+            if len(e.idx) == 0:
+                continue
+            c = cover[e.idx]
+            if active[k]:
+                own = c == 1
+                gain_keep = float(weight[e.idx][own].sum()) - prior * own.sum()
+                if gain_keep < 0:
+                    active[k] = False
+                    cover[e.idx] -= 1
+                    changed += 1
+            else:
+                free = c == 0
+                gain_add = float(weight[e.idx][free].sum()) - prior * free.sum()
+                if gain_add > 0:
+                    active[k] = True
+                    cover[e.idx] += 1
+                    changed += 1
+        if not changed:
+            break
+    margin = np.zeros(n)
+    for k, e in enumerate(elements):
+        if len(e.idx) == 0:
+            continue
+        c = cover[e.idx]
+        sel = (c == 1) if active[k] else (c == 0)
+        # Evidence only from the pixels whose explanation depends on this piece.
+        margin[k] = float(weight[e.idx][sel].sum()) / max(1, len(e.idx))
+        if not active[k]:
+            margin[k] = -margin[k]
+    score = float(weight[cover > 0].sum())
+    return Decision(active, margin, score)
+
+
+def union_score(elements: list[Element], active: np.ndarray, weight: np.ndarray) -> float:
+    if not active.any():
+        return 0.0
+    idx = np.unique(np.concatenate([e.idx for e, a in zip(elements, active) if a]))
+    return float(weight[idx].sum())
+
+
+@dataclass
+class Fit:
+    lattice: Lattice
+    cam: Camera  # in lattice units
+    dims: Dims
+    elements: list[Element]
+    decision: Decision
+    sites: list[tuple[int, int]]
+
+
+def candidate_sites(cam: Camera, mask: np.ndarray, margin: int = 1) -> list[tuple[int, int]]:
+    """Lattice points near the castle: the mask's pixels mapped onto the table (at half wall height)."""
+    ys, xs = np.nonzero(mask)
+    if len(xs) == 0:
+        return []
+    step = max(1, len(xs) // 20000)
+    uv = np.stack([xs[::step], ys[::step]], axis=1).astype(float)
+    ij = cam.image_to_plane(uv, z=0.25)
+    lo = np.floor(np.percentile(ij, 0.5, axis=0)).astype(int) - margin
+    hi = np.ceil(np.percentile(ij, 99.5, axis=0)).astype(int) + margin
+    if np.any(hi - lo > 40):  # no real castle is 40 steps across: the mask is not a castle
+        return []
+    return [(i, j) for i in range(lo[0], hi[0] + 1) for j in range(lo[1], hi[1] + 1)]
+
+
+def _downscaled(cam: Camera, mask: np.ndarray, dont_care: np.ndarray | None, s: float):
+    """The mask and camera at scale s (pixel centres kept consistent with INTER_AREA resizing)."""
+    h, w = mask.shape
+    size = (max(1, int(round(w * s))), max(1, int(round(h * s))))
+    m = cv2.resize(mask.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.5
+    d = None if dont_care is None else cv2.resize(dont_care.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.5
+    S = np.array([[s, 0, 0.5 * s - 0.5], [0, s, 0.5 * s - 0.5], [0, 0, 1.0]])
+    return Camera(S @ cam.K, cam.R, cam.t), m, d
+
+
+def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
+    weight = np.where(mask, 1.0, -1.0).astype(np.float32)
+    if dont_care is not None:
+        weight[dont_care] = 0.0
+    return weight.ravel()
+
+
+def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
+               *, prior: float = 0.05, search_scale: float = 0.5) -> Fit | None:
+    """Refine the lattice and piece scale against the mask, then decide every site and edge.
+
+    cam_table is the camera in table units; the lattice maps lattice steps to table units. The search
+    over lattice offset, pitch and piece scale runs on a downscaled mask (it only needs to be right to
+    a fraction of a pitch); the final decisions use the full-resolution mask.
+    """
+    cam_small, mask_small, dc_small = _downscaled(cam_table, mask, dont_care, search_scale)
+    weight_small = _weights(mask_small, dc_small)
+
+    def evaluate(lat: Lattice, dims: Dims, init_sites=None, cam_t=cam_small, m=mask_small, weight=weight_small):
+        cam = cam_t.with_table_frame(lat.affine())
+        sites = init_sites if init_sites is not None else candidate_sites(cam, m)
+        if not sites:
+            return None
+        els = build_elements(cam, m.shape, sites, dims)
+        dec = icm(els, weight, prior=prior)
+        return Fit(lat, cam, dims, els, dec, sites)
+
+    best = evaluate(lattice, Dims())
+    if best is None:
+        return None
+    # Coordinate search: origin (the lattice phase from the top view is biased by the pieces' lean),
+    # then pitch, then the pieces' size and height (+-20 % in spec).
+    steps = [
+        [("d", (dx, 0.0)) for dx in (-0.3, -0.15, 0.15, 0.3)],
+        [("d", (0.0, dy)) for dy in (-0.3, -0.15, 0.15, 0.3)],
+        [("d", (dx, 0.0)) for dx in (-0.06, 0.06)],
+        [("d", (0.0, dy)) for dy in (-0.06, 0.06)],
+        [("p", f) for f in (0.97, 1.03)],
+        [("a", a) for a in (-0.012, 0.012)],
+        [("s", (s, hh)) for s, hh in ((0.87, 0.87), (1.13, 1.13), (0.87, 1.13), (1.13, 0.87))],
+    ]
+    for group in steps:
+        cand_best = best
+        for kind, val in group:
+            lat, dims = best.lattice, best.dims
+            if kind == "d":
+                lat = lat.moved(d_ij=val)
+            elif kind == "p":
+                lat = lat.moved(pitch_factor=val)
+            elif kind == "a":
+                lat = lat.moved(d_angle=val)
+            else:
+                dims = Dims().scaled(*val)
+            f = evaluate(lat, dims, init_sites=best.sites)
+            if f is not None and f.decision.score > cand_best.decision.score:
+                cand_best = f
+        best = cand_best
+    # Final decisions at full resolution, on the full candidate range for the refined lattice.
+    return evaluate(best.lattice, best.dims, cam_t=cam_table, m=mask, weight=_weights(mask, dont_care))
