@@ -16,6 +16,8 @@ COMMANDS: dict[str, str] = {
     "mat": "mat",
     "calibrate": "calibrate",
     "serve": "serve",
+    "render": "render",
+    "synth": "synth",
 }
 
 EXIT_OK = 0

@@ -74,6 +74,11 @@ class Conditions:
         hard = {l.hard for l in self.lights if l.weight >= 0.2}
         return "mixed" if len(hard) == 2 else ("hard" if hard == {True} else "soft")
 
+    def illuminant_rgb(self) -> np.ndarray:
+        """Linear RGB of the mixed light falling on the castle (direct lights plus room light)."""
+        rgb = sum(l.weight * colour_temperature_rgb(l.colour_temp_k) for l in self.lights)
+        return rgb + self.ambient * colour_temperature_rgb(self.ambient_temp_k)
+
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
         d["light_kind"] = self.light_kind
@@ -147,7 +152,7 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
         piece_scale=float(rng.uniform(0.85, 1.15)),
         grey_tone=float(rng.uniform(0.42, 0.72)),
         plastic_roughness=float(rng.uniform(0.18, 0.45)),
-        keep_hue_shift=float(rng.normal(0, 6)),
+        keep_hue_shift=float(np.clip(rng.normal(0, 3), -6, 6)),
         keep_saturation=float(rng.uniform(0.8, 1.0)),
         spare_keeps=int(rng.choice([0, 0, 1, 2, 3, 5])),
         cards=int(rng.choice([0, 0, 1, 2, 4, 6])),

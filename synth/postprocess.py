@@ -24,11 +24,11 @@ def develop(linear_rgb: np.ndarray, cond: Conditions, rng: np.random.Generator) 
     h, w = img.shape[:2]
     k = w / REFERENCE_WIDTH
 
-    # Auto white balance: phones move the grey-world average towards neutral, but not all the way
-    # (a warm lamp still looks warm).
-    means = img.reshape(-1, 3).mean(0) + 1e-6
-    gains = (means.mean() / means) ** cond.white_balance
-    img *= gains[None, None, :]
+    # Auto white balance: phones estimate the light's colour (not the table's: a green cloth stays
+    # green) and correct most of it, not all (a warm lamp still looks warm), with a small error.
+    illuminant = cond.illuminant_rgb()
+    gains = (illuminant.mean() / illuminant) ** cond.white_balance * np.exp(rng.normal(0, 0.025, 3))
+    img *= gains.astype(np.float32)[None, None, :]
 
     # Auto exposure on the log-average luminance of the centre, like a phone's centre-weighted meter.
     lum = _luminance(img)

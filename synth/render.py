@@ -224,10 +224,9 @@ def _label_image(mi: Any, scene: Any, layout: Layout) -> np.ndarray:
     out = np.array(mi.render(scene, integrator=integrator, spp=1, seed=1))
     index, depth = out[..., -2], out[..., -1]
     names = [s.id() for s in scene.shapes()]
-    lookup = np.zeros(len(names) + 1, np.int32)
+    # The AOV numbers shapes from 1 in the order of scene.shapes(); 0 is a miss.
     order = {it.name: i + 1 for i, it in enumerate(layout.items)}
-    for i, name in enumerate(names):
-        lookup[i] = order.get(name, 0)
+    lookup = np.array([0] + [order.get(name, 0) for name in names], np.int32)
     idx = np.clip(np.round(index).astype(np.int64), 0, len(names))
     labels = lookup[idx]
     labels[depth <= 0] = 0

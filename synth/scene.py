@@ -19,7 +19,7 @@ KEEP_COLOURS = ("red", "blue", "yellow", "green")
 KEEP_SRGB = {
     "red": (0.78, 0.09, 0.08),
     "blue": (0.10, 0.24, 0.70),
-    "yellow": (0.93, 0.76, 0.10),
+    "yellow": (0.95, 0.80, 0.08),
     "green": (0.12, 0.56, 0.20),
 }
 CARD_MM = (63.0, 88.0, 0.35)
