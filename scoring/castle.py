@@ -8,6 +8,7 @@ that a photo reading or a typing error can produce) is still representable and c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterator
 
 Point = tuple[int, int]
@@ -59,11 +60,11 @@ class Wall:
         p, q = (tuple(p), tuple(q))
         return cls(p, q) if p <= q else cls(q, p)
 
-    @property
+    @cached_property
     def length(self) -> int:
         return abs(self.b[0] - self.a[0]) + abs(self.b[1] - self.a[1])
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return "short" if self.length == 1 else "long"
 
@@ -71,11 +72,11 @@ class Wall:
     def ends(self) -> tuple[Point, Point]:
         return (self.a, self.b)
 
-    @property
+    @cached_property
     def direction(self) -> Point:
         return ((self.b[0] - self.a[0]) // self.length, (self.b[1] - self.a[1]) // self.length)
 
-    @property
+    @cached_property
     def middle(self) -> Point | None:
         """The lattice point a long wall passes over, where no tower can stand (G3)."""
         if self.length != 2:
@@ -83,13 +84,23 @@ class Wall:
         dx, dy = self.direction
         return (self.a[0] + dx, self.a[1] + dy)
 
-    def points(self) -> list[Point]:
+    # Cached: walls are immutable and these are asked for again and again while scoring.
+    @cached_property
+    def _points(self) -> tuple[Point, ...]:
         dx, dy = self.direction
-        return [(self.a[0] + i * dx, self.a[1] + i * dy) for i in range(self.length + 1)]
+        return tuple((self.a[0] + i * dx, self.a[1] + i * dy) for i in range(self.length + 1))
 
-    def unit_edges(self) -> list[Edge]:
-        pts = self.points()
-        return [unit_edge(p, q) for p, q in zip(pts, pts[1:])]
+    @cached_property
+    def _unit_edges(self) -> tuple[Edge, ...]:
+        pts = self._points
+        return tuple(unit_edge(p, q) for p, q in zip(pts, pts[1:]))
+
+    def points(self) -> tuple[Point, ...]:
+        """Every lattice point the wall touches, from a to b."""
+        return self._points
+
+    def unit_edges(self) -> tuple[Edge, ...]:
+        return self._unit_edges
 
     def to_json(self) -> dict[str, Any]:
         return {"from": list(self.a), "to": list(self.b), "kind": self.kind}

@@ -1,19 +1,24 @@
 """Courtyards (rules.md C1): the areas the castle's walls and towers enclose completely.
 
-The lattice is split into unit cells. Two cells are joined when the edge between them carries no
-wall, and the four cells around a lattice point are joined when nothing solid stands on the point:
-a wall end without a tower leaves a tower-sized gap there (an open corner does not close a
-courtyard). Whatever cannot reach the area beyond the castle is enclosed; each connected piece of
-it is one courtyard, so nested courtyards, divided courtyards and walls jutting inwards need no
-special cases.
+The castle is drawn on a grid twice as fine as the lattice, where every unit cell, every lattice edge
+and every lattice point has its own entry. Walls block the edges they cover; a tower, or a long wall
+passing over a point, blocks the point. A wall end without a tower leaves a tower-sized gap, so an
+open corner does not close a courtyard. The free entries are labelled as 8-connected regions (a cell
+reaches a free point diagonally); whatever is not connected to the border is enclosed, and each
+enclosed region is one courtyard. Nested courtyards, divided courtyards and walls jutting inwards
+need no special cases.
 """
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
-from .castle import Castle, Cell, Edge, Point, cells_around, corners, unit_edge
+import numpy as np
+from scipy import ndimage
+
+from .castle import Castle, Cell, Point
+
+EIGHT_CONNECTED = np.ones((3, 3), dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -28,86 +33,42 @@ class Courtyard:
         return min(self.cells, key=lambda c: (c[1], c[0]))
 
 
-@dataclass(frozen=True)
-class Occupancy:
-    """Which lattice edges carry a wall and which lattice points are solid."""
-
-    walled: frozenset[Edge]
-    solid: frozenset[Point]  # a tower stands there, or a long wall passes over it
-
-    @classmethod
-    def of(cls, castle: Castle) -> "Occupancy":
-        walled = {e for w in castle.walls for e in w.unit_edges()}
-        solid = set(castle.towers) | {w.middle for w in castle.walls if w.middle is not None}
-        return cls(frozenset(walled), frozenset(solid))
-
-
-def _neighbours(cell: Cell, occ: Occupancy) -> list[Cell]:
-    x, y = cell
-    out = []
-    # across the four sides
-    for side, other in (
-        (unit_edge((x, y), (x + 1, y)), (x, y - 1)),
-        (unit_edge((x, y + 1), (x + 1, y + 1)), (x, y + 1)),
-        (unit_edge((x, y), (x, y + 1)), (x - 1, y)),
-        (unit_edge((x + 1, y), (x + 1, y + 1)), (x + 1, y)),
-    ):
-        if side not in occ.walled:
-            out.append(other)
-    # through a corner with nothing solid on it (a gap)
-    for p in corners(cell):
-        if p not in occ.solid:
-            out.extend(c for c in cells_around(p) if c != cell)
-    return out
-
-
 def find_courtyards(castle: Castle) -> list[Courtyard]:
     """Every enclosed area of the castle, numbered from 1 in a stable order (lowest cell first)."""
     if not castle.walls:
         return []
-    occ = Occupancy.of(castle)
     x0, y0, x1, y1 = castle.bounds()
-    # Cells from one beyond the castle on every side: the ring of border cells is certainly outside.
-    xs, ys = range(x0 - 1, x1 + 1), range(y0 - 1, y1 + 1)
-    inside_box = lambda c: x0 - 1 <= c[0] <= x1 and y0 - 1 <= c[1] <= y1  # noqa: E731
+    # Fine grid: lattice point (x, y) -> (2(x - x0) + 2, 2(y - y0) + 2), with a free border all round.
+    free = np.ones((2 * (x1 - x0) + 5, 2 * (y1 - y0) + 5), dtype=bool)
+    ox, oy = 2 - 2 * x0, 2 - 2 * y0
+    for w in castle.walls:
+        (ax, ay), (bx, by) = w.a, w.b
+        free[2 * ax + ox: 2 * bx + ox + 1, 2 * ay + oy: 2 * by + oy + 1] = False
+    middles = {w.middle for w in castle.walls}
+    for w in castle.walls:
+        for end in w.ends:  # a wall end is a gap unless a tower, or a long wall's middle, fills it
+            if end not in middles:
+                free[2 * end[0] + ox, 2 * end[1] + oy] = True
+    for t in castle.towers:
+        free[2 * t[0] + ox, 2 * t[1] + oy] = False
 
-    seen: set[Cell] = set()
-    queue: deque[Cell] = deque()
-    for x in xs:
-        for y in (y0 - 1, y1):
-            queue.append((x, y))
-    for y in ys:
-        for x in (x0 - 1, x1):
-            queue.append((x, y))
-    seen.update(queue)
-    while queue:
-        for n in _neighbours(queue.popleft(), occ):
-            if n not in seen and inside_box(n):
-                seen.add(n)
-                queue.append(n)
+    labels, _ = ndimage.label(free, structure=EIGHT_CONNECTED)
+    outside = labels[0, 0]
+    cell_labels = labels[1::2, 1::2]  # cell (x, y) sits at fine (2(x - x0) + 1, 2(y - y0) + 1)
+    enclosed = (cell_labels != outside) & (cell_labels != 0)
+    areas: dict[int, set[Cell]] = {}
+    for i, j in zip(*(a.tolist() for a in np.nonzero(enclosed))):
+        areas.setdefault(int(cell_labels[i, j]), set()).add((i + x0 - 1, j + y0 - 1))
+    touching: dict[int, set[Point]] = {label: set() for label in areas}
+    for t in set(castle.towers):
+        i, j = t[0] - x0 + 1, t[1] - y0 + 1  # the cell above and right of the tower
+        for label in {int(v) for v in cell_labels[i - 1: i + 1, j - 1: j + 1].ravel()}:
+            if label in touching:
+                touching[label].add(t)
 
-    towers = set(castle.towers)
-    areas: list[frozenset[Cell]] = []
-    for y in ys:
-        for x in xs:
-            if (x, y) in seen:
-                continue
-            area = {(x, y)}
-            seen.add((x, y))
-            queue.append((x, y))
-            while queue:
-                for n in _neighbours(queue.popleft(), occ):
-                    if n not in seen:
-                        seen.add(n)
-                        area.add(n)
-                        queue.append(n)
-            areas.append(frozenset(area))
-
-    areas.sort(key=lambda cells: min((c[1], c[0]) for c in cells))
-    return [
-        Courtyard(i, cells, frozenset(p for c in cells for p in corners(c) if p in towers))
-        for i, cells in enumerate(areas, start=1)
-    ]
+    order = sorted(areas, key=lambda label: min((c[1], c[0]) for c in areas[label]))
+    yards = [Courtyard(n, frozenset(areas[label]), frozenset(touching[label])) for n, label in enumerate(order, start=1)]
+    return yards
 
 
 def cells_under(point: tuple[float, float]) -> set[Cell]:

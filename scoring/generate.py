@@ -154,7 +154,8 @@ def play_random_game(seed: int | random.Random, players: list[str] | None = None
     handed: list[str] = []  # pieces handed on to the next player (T4)
     idle_turns = 0
     turn_no = 0
-    while (pool or handed) and idle_turns < len(players):
+    # Stop when the boxes are empty and a whole round could build nothing of what was handed on.
+    while pool or (handed and idle_turns < len(players)):
         player = players[turn_no % len(players)]
         turn_no += 1
         hand = handed + [pool.pop(0) for _ in range(min(len(pool), rng.randint(2, 4)))]
