@@ -28,13 +28,25 @@ def look_at(target_mm, elevation_deg: float, azimuth_deg: float, distance_mm: fl
     return R, -R @ centre
 
 
+def _supersampled(K: np.ndarray, ss: int) -> np.ndarray:
+    """K for an image `ss` times bigger whose ss x ss pixel blocks average to the original's pixels."""
+    A = np.array([[ss, 0, (ss - 1) / 2], [0, ss, (ss - 1) / 2], [0, 0, 1]])
+    return A @ K
+
+
 def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
     boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour).
     """
     w, h = size
-    sheet, _ = mat_image(paper, ppm, text=False)
+    # Render at four times the size and shrink: a camera integrates over each pixel, a plain warp
+    # would alias the squares' edges into dotted lines.
+    ss = 4
+    K_out = np.asarray(K, np.float64)
+    K = _supersampled(K_out, ss)
+    w, h = w * ss, h * ss
+    sheet, _ = mat_image(paper, ppm)
     H = K @ np.column_stack([R[:, 0], R[:, 1], t])
     tex_to_mm = np.array([[1 / ppm, 0, 0.5 / ppm], [0, 1 / ppm, 0.5 / ppm], [0, 0, 1]])
     Ht = H @ tex_to_mm
@@ -59,7 +71,10 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
                 faces.append((depth, q, tuple(float(v) * s for v in colour)))
         for _, q, col in sorted(faces, key=lambda f: -f[0]):
             p, _ = cv2.projectPoints(q, rvec, t, K, None)
-            cv2.fillConvexPoly(img, np.round(p.reshape(-1, 2) * 16).astype(np.int32), col, cv2.LINE_AA, shift=4)
+            cv2.fillConvexPoly(img, np.round(p.reshape(-1, 2) * 16).astype(np.int32), col, cv2.LINE_8, shift=4)
+    img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    w, h = size
+    K = K_out
     if blur:
         img = cv2.GaussianBlur(img, (0, 0), blur)
     rng = np.random.default_rng(seed)

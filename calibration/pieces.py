@@ -1,0 +1,467 @@
+"""Piece sizes and keep colours, measured from one photo of pieces standing on the mat.
+
+The user stands one tower, one short wall, one long wall and one keep of each colour apart on the
+printed board, turned at an angle, and photographs them from 50 to 90 degrees up.
+
+How: the mat gives the image <-> mat-mm homography and (with the camera's focal length, from a
+profile, EXIF, the mat itself, or a default) the camera's position above the mat. The photo is
+rectified onto the mat at RECT_PX_PER_MM and compared with the mat as printed (lit by a smooth light
+estimated from the print's own black and white squares); what differs is a piece. Each piece's outline
+on the mat is the camera's central projection of a box, i.e. the convex hull of its footprint and of
+its top face scaled about the camera's foot point; fitting that hull (centre, turn, length, width,
+height) to the outline removes the parallax of the piece's height instead of measuring the blown-up
+silhouette. Keeps are the coloured pieces; their colour is read from their top face.
+
+API: `measure_pieces(image_bgr, camera=None, exif_focal_35mm=None) -> PieceMeasurement` (raises
+`PieceMeasureError`, a ValueError telling the user what to change).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+from scipy import ndimage, optimize
+from shapely.geometry import MultiPoint, Polygon
+from skimage import color, measure
+
+from calibration.camera import default_camera, focal_from_homography, undistort_image
+from calibration.mat import find_mat, mat_image
+from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
+
+RECT_PX_PER_MM = 4.0
+# Spec estimates (pieces-and-photos.md): length, width, height in mm. Used only to start fits and
+# to name pieces, never as the answer.
+NOMINAL_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0),
+              "long_wall": (86.0, 9.0, 30.0), "keep": (16.0, 16.0, 22.0)}
+# Typical CIELAB hue angles of the four keep colours, only to name measured keeps.
+NOMINAL_HUE_DEG = {"red": 35.0, "yellow": 90.0, "green": 150.0, "blue": 280.0}
+MIN_PIECE_AREA_MM2 = 80.0
+# A pixel differs from the print when it is this far (as a share of the local black-to-white
+# range) from what the print should look like there.
+DIFF_THRESHOLD = 0.2
+# Colourful pieces (keeps) versus grey plastic: CIELAB chroma after white balance on the paper.
+KEEP_MIN_CHROMA = 18.0
+# A keep's colour shift (about 0.4 of the paper white in one channel) counts as fully different.
+COLOUR_WEIGHT = 2.0
+
+
+class PieceMeasureError(ValueError):
+    """The photo cannot be measured; the message says what to change."""
+
+
+@dataclass
+class PieceFit:
+    kind: str
+    centre_mm: tuple[float, float]
+    angle_deg: float
+    length_mm: float
+    width_mm: float
+    height_mm: float
+    iou: float
+    chroma: float
+    lab: tuple[float, float, float] | None = None
+    colour: str | None = None
+    outline_mm: np.ndarray | None = None
+
+
+@dataclass
+class PieceMeasurement:
+    pieces: PieceProfile
+    colours: ColourProfile
+    fits: list[PieceFit]
+    camera_centre_mm: tuple[float, float, float]
+    focal_source: str
+    debug_image: np.ndarray
+    notes: list[str] = field(default_factory=list)
+
+
+def _camera_pose(det, K: np.ndarray) -> np.ndarray:
+    """Camera centre in mat mm (x, y, z), z negative above the mat."""
+    obj = np.column_stack([det.mat_points_mm, np.zeros(len(det.mat_points_mm))]).astype(np.float64)
+    ok, rvec, tvec = cv2.solvePnP(obj, det.image_points.astype(np.float64), K, None, flags=cv2.SOLVEPNP_IPPE)
+    if not ok:
+        raise PieceMeasureError("could not work out where the camera was from the mat; retake the photo "
+                                "with the whole mat flat and in view")
+    R, _ = cv2.Rodrigues(rvec)
+    centre = (-R.T @ tvec).ravel()
+    if centre[2] >= 0:  # the mat is seen from below: the board was read mirrored
+        raise PieceMeasureError("the mat looks mirrored; use the photo as the camera took it")
+    return centre
+
+
+def _levels(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, sigma_mm: float = 20.0):
+    """Smooth black and white levels of the print, per channel, from the print's own squares."""
+    ppm = RECT_PX_PER_MM
+    k = int(ppm)
+    h, w = t01.shape
+    small = (w // k, h // k)
+    out = []
+    edge = cv2.morphologyEx((t01 > 0.5).astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((2 * k + 1, 2 * k + 1), np.uint8)) > 0
+    for cls in (t01 < 0.2, t01 > 0.8):
+        m = (cls & valid & ~edge).astype(np.float32)
+        ms = cv2.resize(m, small, interpolation=cv2.INTER_AREA)
+        den = cv2.GaussianBlur(ms, (0, 0), sigma_mm)
+        chans = []
+        for c in range(rect.shape[2]):
+            num = cv2.GaussianBlur(cv2.resize(rect[:, :, c] * m, small, interpolation=cv2.INTER_AREA), (0, 0), sigma_mm)
+            chans.append(cv2.resize(num / np.maximum(den, 1e-4), (w, h), interpolation=cv2.INTER_LINEAR))
+        out.append(np.stack(chans, axis=2))
+    return out[0], out[1]
+
+
+def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: np.ndarray):
+    black, white = _levels(rect, t01, valid & ~exclude)
+    span = np.maximum(white - black, 20.0)
+    expected = black + span * t01[:, :, None]
+    # Brightness: the photo may sit up to a pixel off the template, so a pixel only differs when
+    # it is outside the range the print takes in its 3 x 3 neighbourhood (no false edges).
+    kernel = np.ones((3, 3), np.uint8)
+    lo, hi = cv2.erode(expected, kernel), cv2.dilate(expected, kernel)
+    d_lum = np.max(np.maximum(np.maximum(lo - rect, rect - hi), 0) / span, axis=2)
+    # Colour: the print is neutral, so a change of colour not explained by a change of
+    # brightness is a piece, even on a square's edge (how keeps are seen everywhere).
+    e = (rect - expected) / np.maximum(white, 1.0)
+    d_col = np.max(np.abs(e - e.mean(axis=2, keepdims=True)), axis=2) * COLOUR_WEIGHT
+    d = np.maximum(d_lum, d_col)
+    d[~valid] = 0
+    return d, white
+
+
+def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    """Footprint corners (4) and top corners projected onto the mat (4), in mat mm."""
+    cx, cy, theta, length, width, height = params
+    c, s = math.cos(theta), math.sin(theta)
+    ax, ay = np.array([c, s]), np.array([-s, c])
+    base = np.array([cx, cy]) + np.outer([0.5, 0.5, -0.5, -0.5], ax) * length \
+        + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width
+    k = cam_z / max(cam_z - height, 1e-3)
+    return np.vstack([base, nadir + k * (base - nadir)])
+
+
+def _hull(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> Polygon:
+    return MultiPoint(_box_corners(params, nadir, cam_z)).convex_hull
+
+
+def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
+    """Signed distance (outside > 0) of points to a convex polygon given counter-clockwise or not."""
+    a = poly
+    b = np.roll(poly, -1, axis=0)
+    ab = b - a
+    ap = points[:, None, :] - a[None, :, :]
+    t = np.clip(np.einsum("nkj,kj->nk", ap, ab) / np.maximum(np.einsum("kj,kj->k", ab, ab), 1e-12), 0, 1)
+    closest = a[None] + t[..., None] * ab[None]
+    dist = np.linalg.norm(points[:, None, :] - closest, axis=2).min(axis=1)
+    cross = ab[None, :, 0] * ap[..., 1] - ab[None, :, 1] * ap[..., 0]
+    orient = np.sign(np.sum(ab[:, 0] * np.roll(ab, -1, axis=0)[:, 1] - ab[:, 1] * np.roll(ab, -1, axis=0)[:, 0]))
+    is_inside = np.all(cross * orient >= 0, axis=1)
+    return np.where(is_inside, -dist, dist)
+
+
+def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
+             start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None
+             ) -> tuple[np.ndarray, float]:
+    """Fit (cx, cy, theta, length, width, height) of a box whose projected outline is `outline`.
+
+    Least squares on the distance of the outline's points to the projected box's hull, with a
+    robust loss (a few outline points straddle the print's square edges).
+    """
+    pts = np.asarray(outline.exterior.coords)[:-1]
+    # Even spacing along the outline so long sides are not under-weighted.
+    seg = np.linalg.norm(np.diff(np.vstack([pts, pts[:1]]), axis=0), axis=1)
+    cum = np.concatenate([[0], np.cumsum(seg)])
+    n = int(min(120, max(48, cum[-1])))
+    sample = np.column_stack([np.interp(np.linspace(0, cum[-1], n, endpoint=False), cum,
+                                        np.append(pts[:, i], pts[0, i])) for i in (0, 1)])
+
+    def expand(q):
+        return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
+
+    def residuals(q):
+        corners = _box_corners(expand(q), nadir, cam_z)
+        idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
+        hull = corners[idx]
+        r = _boundary_distance(sample, hull)
+        if height_prior is not None:
+            # When the piece stands near the camera's foot point its height and its size trade
+            # off against each other; a weak pull towards the expected height settles it, and
+            # is outweighed by an outline change of a tenth of a millimetre.
+            h0, sigma = height_prior
+            r = np.append(r, 0.1 * math.sqrt(len(sample)) * (q[-1] - h0) / sigma)
+        return r
+
+    starts = []
+    if start is not None:
+        starts.append(start)
+    else:
+        (cx, cy), (w0, h0), ang = cv2.minAreaRect(pts.astype(np.float32))
+        for height in (12.0, 25.0, 45.0):
+            k = cam_z / (cam_z - height)
+            for theta, (ln, wd) in ((math.radians(ang), (w0, h0)), (math.radians(ang) + math.pi / 2, (h0, w0))):
+                starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
+    best = None
+    lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
+    hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    for s0 in starts:
+        q0 = np.array([s0[0], s0[1], s0[2], (s0[3] + s0[4]) / 2, s0[5]]) if square else s0.copy()
+        q0 = np.clip(q0, [b + 1e-6 for b in (lo[:4] + lo[5:] if square else lo)],
+                     [b - 1e-6 for b in (hi[:4] + hi[5:] if square else hi)])
+        res = optimize.least_squares(residuals, q0, loss="soft_l1", f_scale=0.5,
+                                     bounds=(lo[:4] + lo[5:], hi[:4] + hi[5:]) if square else (lo, hi))
+        if best is None or res.cost < best.cost:
+            best = res
+    p = expand(best.x)
+    if p[4] > p[3]:
+        p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
+    hull = _hull(p, nadir, cam_z)
+    inter = hull.intersection(outline).area
+    iou = inter / (hull.area + outline.area - inter)
+    return p, float(iou)
+
+
+def _subpixel_outline(d: np.ndarray, comp: np.ndarray) -> np.ndarray | None:
+    """The piece's outline at half coverage, in rectified pixels (x, y).
+
+    Coverage of a border pixel = its difference from the print over the difference of the nearest
+    pixel well inside the piece, so the outline does not depend on how far the piece's grey is
+    from black or from white.
+    """
+    inner = ndimage.binary_erosion(comp, iterations=2)
+    if inner.sum() < 10:
+        inner = comp
+    # The piece's own contrast near each border pixel: a local average over the piece's inside
+    # (side faces in shade are less different from the print than the lit top).
+    sigma = 1.5 * RECT_PX_PER_MM
+    m = inner.astype(np.float32)
+    local = cv2.GaussianBlur(d.astype(np.float32) * m, (0, 0), sigma) / np.maximum(cv2.GaussianBlur(m, (0, 0), sigma), 1e-4)
+    _, (iy, ix) = ndimage.distance_transform_edt(~inner, return_indices=True)
+    ref = np.maximum(np.where(cv2.GaussianBlur(m, (0, 0), sigma) > 0.05, local, d[iy, ix]), 1.5 * DIFF_THRESHOLD)
+    alpha = np.clip(d / ref, 0, 1)
+    region = ndimage.binary_dilation(comp, iterations=4)
+    alpha[~region] = 0
+    alpha[inner] = 1
+    contours = measure.find_contours(alpha, 0.5)
+    if not contours:
+        return None
+    best = max(contours, key=len)
+    return best[:, ::-1]
+
+
+def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
+                   exif_focal_35mm: float | None = None) -> PieceMeasurement:
+    """Measure the pieces standing on the mat in a photo (BGR ndarray)."""
+    img = np.asarray(image)
+    if img.ndim == 2:
+        img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR)
+    if img.ndim != 3 or img.shape[2] not in (3, 4) or img.dtype != np.uint8:
+        raise PieceMeasureError("expected an 8-bit colour photo")
+    img = img[:, :, :3]
+    h, w = img.shape[:2]
+    notes: list[str] = []
+    if camera is not None:
+        cam = camera.for_image_size(w, h)
+        img = undistort_image(img, cam)
+        K, focal_source = cam.matrix(), "profile"
+    det = find_mat(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY))
+    if det is None:
+        raise PieceMeasureError("no calibration mat found in the photo: print it with `castellan mat`, "
+                                "lay it flat, and keep the whole mat in the photo, sharp and well lit")
+    if det.px_per_mm < 1.5:
+        raise PieceMeasureError(f"the mat is too small in the photo ({det.px_per_mm:.1f} pixels per mm, "
+                                "need 1.5): come closer so the mat fills most of the frame")
+    if camera is None:
+        f = focal_from_homography(det.homography_inv, w, h)
+        if f is not None:
+            K, focal_source = default_camera(w, h).matrix(), "mat"
+            K[0, 0] = K[1, 1] = f
+        else:
+            K = default_camera(w, h, exif_focal_35mm).matrix()
+            focal_source = "exif" if exif_focal_35mm else "default"
+            notes.append("no camera profile and the view is too straight-on to measure the focal "
+                         "length; heights are approximate (calibrate the camera for better sizes)")
+    centre = _camera_pose(det, K)
+    nadir, cam_z = centre[:2], float(-centre[2])
+
+    # Rectify onto the mat, and compare with the mat as printed.
+    ppm = RECT_PX_PER_MM
+    template, (pw, ph) = mat_image(det.paper, ppm)
+    th, tw = template.shape
+    to_mm = np.array([[1 / ppm, 0, 0.5 / ppm], [0, 1 / ppm, 0.5 / ppm], [0, 0, 1]])
+    M = det.homography_inv @ to_mm
+    rect_u8 = cv2.warpPerspective(img, M, (tw, th), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                                  borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    inside = cv2.warpPerspective(np.full((h, w), 255, np.uint8), M, (tw, th),
+                                 flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP) > 0
+    # The sheet's own edge (paper against table) is not a piece.
+    valid = cv2.erode(inside.astype(np.uint8), np.ones((int(4 * ppm), int(4 * ppm)), np.uint8)) > 0
+    border = np.zeros_like(valid)
+    b = int(3 * ppm)
+    border[:b, :] = border[-b:, :] = border[:, :b] = border[:, -b:] = True
+    valid &= ~border
+    rect = rect_u8.astype(np.float32)
+    # The photo is softer than the template; blur the template to match (about the rectified
+    # size of one photo pixel).
+    sigma = max(0.5, 0.6 * ppm / det.px_per_mm)
+    t01 = cv2.GaussianBlur(template.astype(np.float32) / 255.0, (0, 0), sigma)
+    d, _ = _difference(rect, t01, valid, np.zeros_like(valid))
+    first = d > DIFF_THRESHOLD
+    d, white = _difference(rect, t01, valid, cv2.dilate(first.astype(np.uint8), np.ones((int(6 * ppm),) * 2, np.uint8)) > 0)
+    mask = d > DIFF_THRESHOLD
+    # Thin lines along square edges (rectification off by a fraction of a pixel) are not pieces.
+    disk = lambda r: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))  # noqa: E731
+    mask = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, disk(int(1.5 * ppm)))
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, disk(int(1.0 * ppm))) > 0
+    mask = ndimage.binary_fill_holes(mask)
+    labels = measure.label(mask, connectivity=2)
+
+    # White balance on the paper, to tell grey plastic from coloured keeps under any light.
+    balanced = np.clip(rect / np.maximum(white, 1.0) * 0.92, 0, 1)
+    lab_bal = color.rgb2lab(balanced[:, :, ::-1])
+    lab_raw = color.rgb2lab(np.clip(rect[:, :, ::-1] / 255.0, 0, 1))
+
+    fits: list[PieceFit] = []
+    for region in measure.regionprops(labels):
+        if region.area < MIN_PIECE_AREA_MM2 * ppm * ppm:
+            continue
+        comp = labels == region.label
+        if (comp & ~ndimage.binary_erosion(valid, iterations=2)).any():
+            notes.append(f"a piece at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm "
+                         "touches the edge of the mat and was not measured")
+            continue
+        # Work in a window around the piece: the outline needs only its neighbourhood.
+        r0, c0, r1, c1 = region.bbox
+        pad = int(4 * ppm)
+        r0, c0 = max(r0 - pad, 0), max(c0 - pad, 0)
+        r1, c1 = min(r1 + pad, d.shape[0]), min(c1 + pad, d.shape[1])
+        outline_px = _subpixel_outline(d[r0:r1, c0:c1], comp[r0:r1, c0:c1])
+        if outline_px is None or len(outline_px) < 8:
+            continue
+        outline_mm = (outline_px + [c0, r0] + 0.5) / ppm
+        # A box seen from a point projects to a convex outline, so every dent in the outline is
+        # where the piece looked too much like the print beneath it (grey on a square's edge,
+        # a side face in shade): the convex hull fills them.
+        poly = Polygon(outline_mm).buffer(0).convex_hull
+        if poly.geom_type != "Polygon" or poly.area <= 0:
+            continue
+        outline_mm = np.asarray(poly.exterior.coords)[:-1]
+        inner = ndimage.binary_erosion(comp[r0:r1, c0:c1], iterations=int(1.5 * ppm))
+        win = lab_bal[r0:r1, c0:c1]
+        chroma = float(np.median(np.hypot(win[..., 1], win[..., 2])[inner])) if inner.any() else 0.0
+        is_keep = chroma >= KEEP_MIN_CHROMA
+        params, iou = _fit_box(poly, nadir, cam_z, square=False)
+        cx, cy, theta, length, width, height = params
+        fit = PieceFit("keep" if is_keep else "?", (cx, cy), math.degrees(theta) % 180, length, width,
+                       height, iou, chroma, outline_mm=outline_mm)
+        if is_keep:
+            fit.lab = _top_colour(lab_raw, params, nadir, cam_z)
+        fits.append(fit)
+
+    _name_pieces(fits)
+    _refit_by_kind(fits, nadir, cam_z)
+    pieces = _piece_profile(fits)
+    colours = _colour_profile(fits, notes)
+    debug = _debug_image(rect_u8, fits, nadir, cam_z)
+    return PieceMeasurement(pieces, colours, fits, tuple(float(v) for v in centre), focal_source, debug, notes)
+
+
+def _top_colour(lab: np.ndarray, params: np.ndarray, nadir: np.ndarray, cam_z: float) -> tuple[float, float, float]:
+    """Median CIELAB of the keep's top face (shrunk to stay clear of its edges)."""
+    cx, cy, theta, length, width, height = params
+    k = cam_z / max(cam_z - height, 1e-3)
+    top_c = nadir + k * (np.array([cx, cy]) - nadir)
+    box = ((top_c[0] * RECT_PX_PER_MM, top_c[1] * RECT_PX_PER_MM),
+           (0.6 * k * length * RECT_PX_PER_MM, 0.6 * k * width * RECT_PX_PER_MM), math.degrees(theta))
+    mask = np.zeros(lab.shape[:2], np.uint8)
+    cv2.fillConvexPoly(mask, np.round(cv2.boxPoints(box)).astype(np.int32), 1)
+    sel = lab[mask > 0]
+    if len(sel) == 0:
+        return (0.0, 0.0, 0.0)
+    return tuple(float(v) for v in np.median(sel, axis=0))
+
+
+def _name_pieces(fits: list[PieceFit]) -> None:
+    """Grey pieces: the squarest is the tower; of the two long thin ones, the shorter is the short wall."""
+    grey = [f for f in fits if f.kind != "keep"]
+    found = ", ".join(f"{f.length_mm:.0f} x {f.width_mm:.0f} mm" for f in grey) or "none"
+    if len(grey) != 3:
+        raise PieceMeasureError(f"found {len(grey)} grey pieces on the mat ({found}); stand exactly one tower, "
+                                "one short wall and one long wall on it, apart from each other and from the keeps")
+    by_square = sorted(grey, key=lambda f: f.length_mm / f.width_mm)
+    tower, walls = by_square[0], sorted(by_square[1:], key=lambda f: f.length_mm)
+    if tower.length_mm / tower.width_mm > 1.5 or walls[0].length_mm / walls[0].width_mm < 2.0:
+        raise PieceMeasureError(f"the grey pieces found ({found}) do not look like a tower and two walls; "
+                                "stand them apart, upright, fully on the mat")
+    tower.kind, walls[0].kind, walls[1].kind = "tower", "short_wall", "long_wall"
+    if not [f for f in fits if f.kind == "keep"]:
+        raise PieceMeasureError("found no keeps on the mat; stand one keep of each colour on it")
+
+
+def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> None:
+    """Fit again knowing what each piece is: towers and keeps are square, and the height is pulled
+    (weakly) towards the spec's height scaled like the piece's footprint."""
+    for f in fits:
+        ln, wd, hn = NOMINAL_MM[f.kind]
+        square = f.kind in ("tower", "keep")
+        poly = Polygon(f.outline_mm).buffer(0)
+        params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm,
+                           f.width_mm, f.height_mm])
+        for _ in range(2):
+            scale = params[3] / ln
+            params, iou = _fit_box(poly, nadir, cam_z, square, start=params,
+                                   height_prior=(hn * scale, 0.15 * hn * scale))
+        f.centre_mm = (float(params[0]), float(params[1]))
+        f.angle_deg = math.degrees(params[2]) % 180
+        f.length_mm, f.width_mm, f.height_mm, f.iou = float(params[3]), float(params[4]), float(params[5]), iou
+
+
+def _piece_profile(fits: list[PieceFit]) -> PieceProfile:
+    sizes = {}
+    for kind in ("tower", "short_wall", "long_wall", "keep"):
+        group = [f for f in fits if f.kind == kind]
+        if kind in ("tower", "keep"):
+            # Square pieces: the mean of both sides is the better estimate of their one size.
+            side = float(np.median([(f.length_mm + f.width_mm) / 2 for f in group]))
+            fp = (side, side)
+        else:
+            fp = (group[0].length_mm, group[0].width_mm)
+        sizes[kind] = PieceSize(fp, float(np.median([f.height_mm for f in group])))
+    return PieceProfile(**sizes)
+
+
+def _colour_profile(fits: list[PieceFit], notes: list[str]) -> ColourProfile:
+    """Name each keep by the nearest typical hue, one keep per colour."""
+    keeps = [f for f in fits if f.kind == "keep" and f.lab is not None]
+    if len(keeps) > len(KEEP_COLOURS):
+        raise PieceMeasureError(f"found {len(keeps)} coloured pieces; stand one keep of each colour "
+                                f"({', '.join(KEEP_COLOURS)}) on the mat")
+    names = list(NOMINAL_HUE_DEG)
+    hues = [math.degrees(math.atan2(f.lab[2], f.lab[1])) % 360 for f in keeps]
+    cost = np.array([[min(abs(hh - NOMINAL_HUE_DEG[n]), 360 - abs(hh - NOMINAL_HUE_DEG[n])) for n in names] for hh in hues])
+    rows, cols = optimize.linear_sum_assignment(cost)
+    out = {}
+    for r, c in zip(rows, cols):
+        keeps[r].colour = names[c]
+        out[names[c]] = KeepColour(keeps[r].lab, round(hues[r], 1))
+        if cost[r, c] > 45:
+            notes.append(f"the keep taken as {names[c]} has hue {hues[r]:.0f} degrees, far from a typical "
+                         f"{names[c]} ({NOMINAL_HUE_DEG[names[c]]:.0f}); check the light")
+    missing = [n for n in KEEP_COLOURS if n not in out]
+    if missing:
+        notes.append(f"no keep measured for {', '.join(missing)}")
+    return ColourProfile({n: out[n] for n in KEEP_COLOURS if n in out})
+
+
+def _debug_image(rect: np.ndarray, fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    out = rect.copy()
+    ppm = RECT_PX_PER_MM
+    for f in fits:
+        if f.outline_mm is not None:
+            cv2.polylines(out, [np.round(f.outline_mm * ppm).astype(np.int32)], True, (0, 200, 255), 1)
+        p = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm, 0.0])
+        base = np.asarray(_hull(p, nadir, cam_z).exterior.coords)
+        cv2.polylines(out, [np.round(base * ppm).astype(np.int32)], True, (0, 255, 0), 2)
+        label = f"{f.kind} {f.length_mm:.1f}x{f.width_mm:.1f}" + (f" {f.colour}" if f.colour else "")
+        cv2.putText(out, label, (int(f.centre_mm[0] * ppm) - 40, int(f.centre_mm[1] * ppm) - 30),
+                    cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 255), 1, cv2.LINE_AA)
+    return out
