@@ -153,4 +153,8 @@ def test_oversized_photo_is_refused_before_upload(browser, live_server, tmp_path
     error.wait_for(state="visible")
     assert "limit is 50 MB" in error.inner_text() or "too large" in error.inner_text()
     assert page.url.endswith("/")
+    # The upload and judge pages fit a 375-pixel screen: nothing wider than the viewport.
+    for path in ("/", "/judge", "/draw"):
+        page.goto(live_server + path)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
     page.context.close()
