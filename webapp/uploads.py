@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import warnings
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from .engine import BadPhoto, PhotoTooLarge
 
@@ -62,6 +62,9 @@ def check_photo(data: bytes, *, max_bytes: int = DEFAULT_MAX_PHOTO_BYTES) -> str
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise BadPhoto("The photo has far too many pixels to be a phone photo (over 89 megapixels). "
                        "Send the photo as the camera took it.")
+    except UnidentifiedImageError:
+        raise BadPhoto("The photo file is damaged or cut off and cannot be read. "
+                       "Upload it again, or take a new photo.")
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         reason = "cut off (incomplete)" if "truncated" in str(exc).lower() else "damaged"
         raise BadPhoto(f"The photo file is {reason} and cannot be read ({exc}). "
