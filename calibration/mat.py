@@ -17,10 +17,13 @@ by `mat_image(paper, px_per_mm)` maps pixel centre (u, v) to mat mm ((u + 0.5) /
   the whole sheet, white paper, board, the printed size and a line of instructions.
 - `find_mat(image, *, camera_matrix=None, dist_coeffs=None) -> MatDetection | None`: finds the
   mat in a grayscale or BGR photo. `MatDetection` has `.paper`, `.layout`, `.corner_ids` (N,),
-  `.image_points` (N, 2) pixel positions, `.mat_points_mm` (N, 2), `.homography` (3x3, image px ->
+  `.image_points` (N, 2) pixel positions of those ChArUco corners, `.mat_points_mm` (N, 2),
+  `.all_image_points` / `.all_mat_points_mm` (the ChArUco corners plus the corners of every marker
+  read: what the homography is fitted to, useful for solvePnP), `.homography` (3x3, image px ->
   mat mm; on undistorted points when a camera is given), `.homography_inv` (mat mm -> image px),
   `.rms_mm` (fit residual), `.px_per_mm` (mean scale near the mat), and `.image_to_mat(points)` /
-  `.mat_to_image(points)`. It returns None when fewer than `MIN_CORNERS` corners are found.
+  `.mat_to_image(points)`. It returns None when fewer than `MIN_POINTS` points (corners of squares
+  and of markers) are found, e.g. when pieces cover most of the mat.
 
 The squares are 35 mm (38 mm on A3) with 4x4-bit markers so that a phone photo of a whole 45 cm
 castle, taken from 35 degrees up, still shows each marker cell over several pixels.
@@ -56,8 +59,8 @@ _BOARDS: dict[str, tuple[int, int, float, float, int]] = {
 # Top margin above the board; the text goes below it.
 _TOP_MARGIN_MM = 12.0
 
-# A homography from fewer corners than this is not trusted.
-MIN_CORNERS = 6
+# A homography from fewer points (ChArUco corners plus marker corners) than this is not trusted.
+MIN_POINTS = 8
 
 INSTRUCTIONS = (
     "Print at 100 % (no 'fit to page'); check the bar measures 100 mm. "
@@ -234,6 +237,8 @@ class MatDetection:
     px_per_mm: float
     marker_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     undistorted: bool = False
+    all_image_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    all_mat_points_mm: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     def image_to_mat(self, points: np.ndarray) -> np.ndarray:
         """Image pixels (N, 2) -> mat mm (N, 2). Points must be undistorted if `undistorted`."""
@@ -270,14 +275,16 @@ def _marker_detector() -> cv2.aruco.ArucoDetector:
     return cv2.aruco.ArucoDetector(_dictionary(), params)
 
 
-def detect_charuco(gray: np.ndarray, paper: str | None = None,
-                   max_side: int = 3000) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Find ChArUco corners of one of the mats in a grayscale image.
+@dataclass
+class _Found:
+    paper: str
+    corner_ids: np.ndarray  # (N,) ChArUco corner ids
+    corners: np.ndarray  # (N, 2) image px
+    marker_ids: np.ndarray  # (M,)
+    marker_corners: np.ndarray  # (M, 4, 2) image px
 
-    Returns (paper, corner_ids (N,), image_points (N, 2), marker_ids) for the mat with most markers,
-    or None. Big photos are searched for markers at most `max_side` pixels wide, and the corners
-    are then refined at full resolution.
-    """
+
+def _detect(gray: np.ndarray, paper: str | None, max_side: int) -> _Found | None:
     gray = _to_gray(gray)
     h, w = gray.shape
     scale = min(1.0, max_side / max(h, w))
@@ -286,67 +293,104 @@ def detect_charuco(gray: np.ndarray, paper: str | None = None,
     if ids is None or len(ids) == 0:
         return None
     ids = ids.ravel()
-    papers = [paper] if paper else list(PAPERS)
+    papers = [_check_paper(paper)] if paper else list(PAPERS)
     best: tuple[str, np.ndarray] | None = None
     for name in papers:
-        lay = mat_layout(name)
-        sel = np.isin(ids, lay.marker_ids)
+        sel = np.isin(ids, mat_layout(name).marker_ids)
         if sel.sum() and (best is None or sel.sum() > best[1].sum()):
             best = (name, sel)
     if best is None:
         return None
     name, sel = best
-    mk_corners = tuple(np.asarray(c, np.float32) / scale for c, s in zip(corners, sel) if s)
-    mk_ids = ids[sel].reshape(-1, 1).astype(np.int32)
+    mk_corners = [np.asarray(c, np.float32).reshape(4, 2) for c, s in zip(corners, sel) if s]
+    if scale < 1:
+        # Marker corners found on the reduced image: map back, then refine at full resolution.
+        mk_corners = [(c + 0.5) / scale - 0.5 for c in mk_corners]
+        crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_COUNT, 30, 0.01)
+        win = max(2, int(round(1.5 / scale)))
+        mk_corners = [cv2.cornerSubPix(gray, c.reshape(-1, 1, 2).astype(np.float32), (win, win), (-1, -1), crit).reshape(4, 2)
+                      for c in mk_corners]
+    mk_ids = ids[sel].astype(np.int32)
     det = cv2.aruco.CharucoDetector(_board(name))
-    ch_corners, ch_ids, _, _ = det.detectBoard(gray, markerCorners=mk_corners, markerIds=mk_ids)
+    ch_corners, ch_ids, _, _ = det.detectBoard(gray, markerCorners=tuple(c.reshape(1, 4, 2) for c in mk_corners),
+                                               markerIds=mk_ids.reshape(-1, 1))
     if ch_ids is None or len(ch_ids) == 0:
+        cids, cpts = np.zeros(0, np.int32), np.zeros((0, 2))
+    else:
+        cids, cpts = ch_ids.ravel().astype(np.int32), ch_corners.reshape(-1, 2).astype(np.float64)
+    return _Found(name, cids, cpts, mk_ids, np.asarray(mk_corners, np.float64).reshape(-1, 4, 2))
+
+
+def detect_charuco(gray: np.ndarray, paper: str | None = None,
+                   max_side: int = 3000) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Find ChArUco corners of one of the mats in a grayscale image.
+
+    Returns (paper, corner_ids (N,), image_points (N, 2), marker_ids) for the mat with most markers,
+    or None when no ChArUco corner is found. Big photos are searched for markers at most `max_side`
+    pixels wide; the corners are then refined at full resolution.
+    """
+    found = _detect(gray, paper, max_side)
+    if found is None or len(found.corner_ids) == 0:
         return None
-    return name, ch_ids.ravel().astype(np.int32), ch_corners.reshape(-1, 2).astype(np.float64), mk_ids.ravel()
+    return found.paper, found.corner_ids, found.corners, found.marker_ids
+
+
+def _marker_points_mm(layout: MatLayout, marker_ids: np.ndarray) -> np.ndarray:
+    """Corners (M, 4, 2) of the given markers in mat mm, in OpenCV's corner order."""
+    board = layout.board()
+    obj = np.asarray(board.getObjPoints(), np.float64)[:, :, :2]
+    index = {int(i): k for k, i in enumerate(np.ravel(board.getIds()))}
+    return obj[[index[int(i)] for i in marker_ids]] + np.asarray(layout.board_origin_mm)
 
 
 def find_mat(image: np.ndarray, *, camera_matrix: np.ndarray | None = None,
              dist_coeffs: np.ndarray | None = None, paper: str | None = None) -> MatDetection | None:
     """Find the calibration mat in a photo (grayscale or BGR ndarray).
 
-    With a camera matrix (and distortion), corner positions are undistorted first (into the same
-    camera matrix's pixels) so the homography is exact for a distorting lens; callers then map
+    The homography is fitted to the ChArUco corners and to the corners of the markers read (the
+    markers still count when pieces standing on the mat hide the squares' corners around them).
+    With a camera matrix (and distortion), points are undistorted first (into the same camera
+    matrix's pixels) so the homography is exact for a distorting lens; callers then map
     undistorted points (`cv2.undistortPoints(..., P=camera_matrix)`).
-    Returns None when the mat is absent or fewer than MIN_CORNERS of its corners are readable.
+    Returns None when the mat is absent or fewer than MIN_POINTS of its points are readable.
     """
-    found = detect_charuco(image, paper)
+    found = _detect(image, paper, 3000)
     if found is None:
         return None
-    name, cids, img_pts, mk_ids = found
-    if len(cids) < MIN_CORNERS:
-        return None
-    layout = mat_layout(name)
+    layout = mat_layout(found.paper)
+    cids, img_pts = found.corner_ids, found.corners
     mat_pts = layout.corner_points_mm()[cids]
+    all_img = np.vstack([img_pts.reshape(-1, 2), found.marker_corners.reshape(-1, 2)])
+    all_mat = np.vstack([mat_pts.reshape(-1, 2), _marker_points_mm(layout, found.marker_ids).reshape(-1, 2)])
+    if len(all_img) < MIN_POINTS:
+        return None
     undistorted = camera_matrix is not None
-    fit_pts = img_pts
+    fit_pts = all_img
     if undistorted:
         k = np.asarray(camera_matrix, np.float64)
         d = np.zeros(5) if dist_coeffs is None else np.asarray(dist_coeffs, np.float64)
-        fit_pts = cv2.undistortPoints(img_pts.reshape(-1, 1, 2), k, d, P=k).reshape(-1, 2)
-    # ChArUco corners are interpolated from markers, so outliers are rare; RANSAC still guards
-    # against a mis-read marker.
-    H, inliers = cv2.findHomography(fit_pts, mat_pts, cv2.RANSAC, 2.0)
+        fit_pts = cv2.undistortPoints(all_img.reshape(-1, 1, 2), k, d, P=k).reshape(-1, 2)
+    # RANSAC guards against a mis-read marker; then a plain fit on the inliers.
+    H, inliers = cv2.findHomography(fit_pts, all_mat, cv2.RANSAC, 2.0)
     if H is None:
         return None
     keep = inliers.ravel().astype(bool)
-    if keep.sum() < MIN_CORNERS:
+    if keep.sum() < MIN_POINTS:
         return None
-    H, _ = cv2.findHomography(fit_pts[keep], mat_pts[keep], 0)
+    H, _ = cv2.findHomography(fit_pts[keep], all_mat[keep], 0)
+    if H is None:
+        return None
     proj = cv2.perspectiveTransform(fit_pts[keep].reshape(-1, 1, 2), H).reshape(-1, 2)
-    rms = float(np.sqrt(np.mean(np.sum((proj - mat_pts[keep]) ** 2, axis=1))))
+    rms = float(np.sqrt(np.mean(np.sum((proj - all_mat[keep]) ** 2, axis=1))))
     Hinv = np.linalg.inv(H)
     # Local scale at the mat's centre: pixels per mm from the Jacobian of mm -> px.
     c = np.asarray(layout.board_origin_mm) + np.asarray(layout.board_mm) / 2
-    d = 1.0
-    p = cv2.perspectiveTransform(np.array([[c, c + [d, 0], c + [0, d]]], np.float64), Hinv)[0]
-    px_per_mm = float((np.linalg.norm(p[1] - p[0]) + np.linalg.norm(p[2] - p[0])) / (2 * d))
-    return MatDetection(name, layout, cids[keep], img_pts[keep], mat_pts[keep], H, Hinv, rms,
-                        px_per_mm, mk_ids, undistorted)
+    p = cv2.perspectiveTransform(np.array([[c, c + [1.0, 0], c + [0, 1.0]]], np.float64), Hinv)[0]
+    px_per_mm = float((np.linalg.norm(p[1] - p[0]) + np.linalg.norm(p[2] - p[0])) / 2)
+    n = len(cids)
+    keep_c = keep[:n]
+    return MatDetection(found.paper, layout, cids[keep_c], img_pts[keep_c], mat_pts[keep_c], H, Hinv, rms,
+                        px_per_mm, found.marker_ids, undistorted, all_img[keep], all_mat[keep])
 
 
 def write_mat_pdf(path: str, paper: str = "a4", dpi: int = 300) -> tuple[float, float]:

@@ -79,8 +79,8 @@ class PieceMeasurement:
 
 def _camera_pose(det, K: np.ndarray) -> np.ndarray:
     """Camera centre in mat mm (x, y, z), z negative above the mat."""
-    obj = np.column_stack([det.mat_points_mm, np.zeros(len(det.mat_points_mm))]).astype(np.float64)
-    ok, rvec, tvec = cv2.solvePnP(obj, det.image_points.astype(np.float64), K, None, flags=cv2.SOLVEPNP_IPPE)
+    obj = np.column_stack([det.all_mat_points_mm, np.zeros(len(det.all_mat_points_mm))]).astype(np.float64)
+    ok, rvec, tvec = cv2.solvePnP(obj, det.all_image_points.astype(np.float64), K, None, flags=cv2.SOLVEPNP_IPPE)
     if not ok:
         raise PieceMeasureError("could not work out where the camera was from the mat; retake the photo "
                                 "with the whole mat flat and in view")

@@ -34,10 +34,20 @@ def _supersampled(K: np.ndarray, ss: int) -> np.ndarray:
     return A @ K
 
 
-def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0):
+def box_corners(cx: float, cy: float, length: float, width: float, angle_deg: float) -> np.ndarray:
+    """Footprint corners (4, 2) of a piece centred at (cx, cy) mm, its length along angle_deg."""
+    a = np.radians(angle_deg)
+    ax, ay = np.array([np.cos(a), np.sin(a)]), np.array([-np.sin(a), np.cos(a)])
+    return np.array([[cx, cy]]) + np.array([[sl * length / 2] for sl in (1, 1, -1, -1)]) * ax \
+        + np.array([[sw * width / 2] for sw in (1, -1, -1, 1)]) * ay
+
+
+def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0,
+                    light=(1.0, 1.0, 1.0)):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
-    boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour).
+    boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour); the faces are
+    shaded by fixed factors (top brightest). light: BGR gains of the light (BGR images only).
     """
     w, h = size
     # Render at four times the size and shrink: a camera integrates over each pixel, a plain warp
@@ -73,6 +83,8 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
             p, _ = cv2.projectPoints(q, rvec, t, K, None)
             cv2.fillConvexPoly(img, np.round(p.reshape(-1, 2) * 16).astype(np.int32), col, cv2.LINE_8, shift=4)
     img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    if img.ndim == 3 and tuple(light) != (1.0, 1.0, 1.0):  # a coloured light tints everything
+        img = np.clip(img.astype(np.float32) * np.asarray(light, np.float32), 0, 255).astype(np.uint8)
     w, h = size
     K = K_out
     if blur:
