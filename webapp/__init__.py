@@ -46,6 +46,9 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         # Without a configured key, edit rights of browsers last until the server restarts.
         app.config["SECRET_KEY"] = secrets.token_hex(32)
     app.json.sort_keys = False  # keep castellan-score/1 in the engine's order
+    # The cookie that lets a browser correct its own upload is never sent by other sites' requests.
+    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
 
     database = app.config.get("DATABASE")
     if not database:
@@ -60,6 +63,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(api_bp)
     app.register_blueprint(pages_bp)
     _register_errors(app)
+
+    @app.after_request
+    def security_headers(response):
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
     return app
 
 

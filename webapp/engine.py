@@ -7,6 +7,8 @@ clear 503 instead of a crash.
 from __future__ import annotations
 
 import importlib
+import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,11 +86,18 @@ class Reading:
     info: dict[str, Any]  # reading JSON: confidence, refusal, timings, findings
 
 
+# Reading a photo takes seconds of CPU and a few hundred MB for a 48-megapixel photo. The server
+# runs several threads; letting all of them read at once would only share the cores and multiply
+# the memory, so at most this many read at a time (the rest wait their turn).
+_readers = threading.BoundedSemaphore(max(1, min(4, os.cpu_count() or 2)))
+
+
 def read_photo(data: bytes) -> Reading:
     """Read a castle from photo bytes. Raises BadPhoto (unreadable upload) or EngineUnavailable."""
     vision = _module("vision")
     try:
-        reading = vision.read_photo(data)
+        with _readers:
+            reading = vision.read_photo(data)
     except vision.PhotoError as exc:
         raise BadPhoto(str(exc)) from exc
     info: dict[str, Any] = {}

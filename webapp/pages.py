@@ -102,9 +102,28 @@ def image(adj_id: str, role: str):
     found = service.storage().image(adj_id, role)
     if found is None:
         abort(404)
-    response = Response(found.data, mimetype=found.content_type)
+    data, mimetype = found.data, found.content_type
+    if mimetype == "image/heic" and request.args.get("original") != "1":
+        # Most browsers cannot show HEIC: show a JPEG of it (?original=1 gives the file as sent).
+        data, mimetype = _heic_as_jpeg(data), "image/jpeg"
+    response = Response(data, mimetype=mimetype)
     response.headers["Cache-Control"] = "public, max-age=86400, immutable"
     return response
+
+
+def _heic_as_jpeg(data: bytes) -> bytes:
+    import io
+
+    import pillow_heif
+    from PIL import Image, ImageOps
+
+    pillow_heif.register_heif_opener()
+    with Image.open(io.BytesIO(data)) as img:
+        img = ImageOps.exif_transpose(img).convert("RGB")
+        img.thumbnail((2048, 2048))
+        out = io.BytesIO()
+        img.save(out, "JPEG", quality=85)
+    return out.getvalue()
 
 
 @bp.post("/a/<adj_id>/ruling")

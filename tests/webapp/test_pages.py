@@ -205,3 +205,20 @@ def test_parse_rules_splits_several_rules_on_one_line():
     assert rules["M1"]["text"] == "Start at random; play clockwise."
     assert rules["M2"]["text"] == "Pieces go left (T4)."
     assert rules["M3"]["text"] == "No deals. Continued text."
+
+
+def test_a_heic_photo_is_shown_as_jpeg_and_kept_as_sent(client, store):
+    from webapp.storage import Image
+
+    from .test_uploads import heic_bytes
+
+    heic = heic_bytes()
+    adj = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                       reading={"refusal": "take the photo from higher up"},
+                       images=[Image("photo", "image/heic", heic)])
+    shown = client.get(f"/a/{adj.id}/image/photo")
+    assert shown.mimetype == "image/jpeg" and shown.data[:3] == b"\xff\xd8\xff"
+    assert shown.headers["X-Content-Type-Options"] == "nosniff"
+    assert client.get(f"/a/{adj.id}/image/photo?original=1").data == heic
+    html = client.get(f"/a/{adj.id}").get_data(as_text=True)
+    assert "take the photo from higher up" in html  # a refusal page gives the reader's advice
