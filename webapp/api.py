@@ -12,7 +12,13 @@ from .storage import Image
 bp = Blueprint("api", __name__)
 
 
+MAX_JSON_BYTES = 4 * 1024 * 1024  # a castle is a few kB; two castles and slack
+
+
 def _json_body() -> dict:
+    if (request.content_length or 0) > MAX_JSON_BYTES:
+        raise RequestProblem(413, f"the JSON body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; "
+                                  "a castellan/1 castle is a few kB")
     value = request.get_json(silent=True)
     if value is None:
         raise RequestProblem(400, "the body is not valid JSON: send a castellan/1 object")

@@ -75,7 +75,24 @@ def read_upload(file: FileStorage, what: str = "photo") -> bytes:
     return data
 
 
+# Two boxes hold 176 grey pieces and 40 keeps; anything far beyond is not a game of Castellan and
+# would only tie up the server.
+MAX_PIECES = 2000
+
+
+def check_size(castle: dict, what: str = "castle") -> None:
+    total = 0
+    for key in ("towers", "walls", "keeps"):
+        value = castle.get(key)
+        if isinstance(value, list):
+            total += len(value)
+    if total > MAX_PIECES:
+        raise RequestProblem(400, f"the {what} has {total} pieces; a game of Castellan has a few hundred "
+                                  f"at most (limit {MAX_PIECES})")
+
+
 def score_castle(castle: dict) -> dict:
+    check_size(castle)
     try:
         return engine.score(castle)
     except BadCastle as exc:
@@ -206,6 +223,8 @@ def resolve_state(name: str, *, file: FileStorage | None, text: str | None,
 
 
 def check_move(before: dict, after: dict, player: str, images: list[Image]) -> Outcome:
+    check_size(before, "before castle")
+    check_size(after, "after castle")
     player = (player or "").strip().lower()
     if player not in COLOURS:
         raise RequestProblem(400, f"'player' must be the colour who moved: one of {', '.join(COLOURS)}")

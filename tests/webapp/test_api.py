@@ -315,3 +315,12 @@ def test_rules_api_has_the_rule_texts(client):
     rules = client.get("/api/rules").get_json()
     assert rules["C7"]["text"].startswith("Chivalry")
     assert {"G1", "T3", "S2", "C5"} <= set(rules)
+
+
+def test_oversized_castles_are_refused(client, store):
+    towers = [[x, y] for x in range(50) for y in range(50)]
+    r = client.post("/api/score", json=castle_copy(towers=towers))
+    assert r.status_code == 400 and "pieces" in r.get_json()["error"]
+    r = client.post("/api/score", data=b"{" + b" " * (5 * 1024 * 1024) + b"}", content_type="application/json")
+    assert r.status_code == 413 and "JSON body" in r.get_json()["error"]
+    assert store.count() == 0
