@@ -18,6 +18,16 @@ def helpers():
             "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // (1024 * 1024)}
 
 
+@bp.app_template_filter("sentence")
+def sentence(text: str | None) -> str:
+    """Advice from the reader as a sentence: first letter upper-case, a full stop at the end."""
+    text = (text or "").strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
 SEVERITY_ORDER = {"violation": 0, "warning": 1, "notice": 2}
 
 
@@ -63,6 +73,8 @@ def draw():
 @bp.post("/preview")
 def preview():
     """Score a castle without storing it: the correction editor's live score, rendered as HTML."""
+    if (request.content_length or 0) > 4 * 1024 * 1024:
+        return jsonify({"error": "the castle is too large to score (over 4 MB of JSON)"}), 413
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("castle"), dict):
         return jsonify({"error": "send {\"castle\": castellan/1}"}), 400

@@ -66,6 +66,24 @@ def main(argv: list[str]) -> int:
                 page.wait_for_url("**/a/*", timeout=60_000)
             page.wait_for_timeout(500)
             page.screenshot(path=str(out / "result.png"), full_page=True)
+            # A photo without a castle: the refusal page with the reader's advice and the lattice.
+            import io
+
+            import numpy as np
+            from PIL import Image
+
+            buf = io.BytesIO()
+            table = np.full((900, 1200, 3), (150, 115, 80), np.uint8)
+            table += (np.random.default_rng(3).random((900, 1200, 1)) * 25).astype(np.uint8)
+            Image.fromarray(table).save(buf, "JPEG", quality=85)
+            photo = Path(tmp) / "table.jpg"
+            photo.write_bytes(buf.getvalue())
+            page.goto(base + "/")
+            page.set_input_files("#photo", str(photo))
+            page.click("#score-button")
+            page.wait_for_url("**/a/*", timeout=120_000)
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(out / "refusal.png"), full_page=False)
             page.goto(base + "/judge")
             page.select_option('select[name="before_stored"]', before_id)
             page.select_option('select[name="after_stored"]', after_id)

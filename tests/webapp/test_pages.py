@@ -221,4 +221,4 @@ def test_a_heic_photo_is_shown_as_jpeg_and_kept_as_sent(client, store):
     assert shown.headers["X-Content-Type-Options"] == "nosniff"
     assert client.get(f"/a/{adj.id}/image/photo?original=1").data == heic
     html = client.get(f"/a/{adj.id}").get_data(as_text=True)
-    assert "take the photo from higher up" in html  # a refusal page gives the reader's advice
+    assert "Take the photo from higher up." in html  # the reader's advice, as a sentence
