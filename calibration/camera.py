@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 
 from calibration.mat import detect_charuco, mat_layout
-from calibration.profiles import CameraProfile, Profile
+from calibration.profiles import CameraProfile, Profile, ProfileError
 
 # A phone's main camera is close to 26 mm equivalent (a 35 mm frame's diagonal is 43.27 mm).
 DEFAULT_FOCAL_35MM = 26.0
@@ -143,13 +143,22 @@ def exif_focal_35mm(data: bytes) -> float | None:
 
 def camera_for_photo(width: int, height: int, profile: Profile | CameraProfile | None = None,
                      exif_focal_35mm: float | None = None) -> tuple[CameraProfile, str]:
-    """The camera to use for a photo: ("profile" | "exif" | "default", CameraProfile)."""
+    """The camera to use for a photo: (CameraProfile, source), source "profile", "exif" or "default".
+
+    A profile made in another photo mode (another aspect ratio, e.g. 16:9 against a 4:3
+    calibration) does not fit the photo; then EXIF or the default is used and the source reads
+    "exif (profile is for another photo mode)" or "default (...)", so callers can say so.
+    """
     cam = profile.camera if isinstance(profile, Profile) else profile
+    mismatch = ""
     if cam is not None:
-        return cam.for_image_size(width, height), "profile"
+        try:
+            return cam.for_image_size(width, height), "profile"
+        except ProfileError:
+            mismatch = " (profile is for another photo mode)"
     if exif_focal_35mm:
-        return default_camera(width, height, exif_focal_35mm), "exif"
-    return default_camera(width, height), "default"
+        return default_camera(width, height, exif_focal_35mm), "exif" + mismatch
+    return default_camera(width, height), "default" + mismatch
 
 
 def undistort_image(image: np.ndarray, camera: CameraProfile) -> np.ndarray:

@@ -108,7 +108,10 @@ def run_pieces(args: argparse.Namespace) -> int:
     try:
         prof = load_profiles(args.profile)
         image = read_photo(args.photo)
-        result = measure_pieces(image, camera=prof.camera if prof else None)
+        from calibration.camera import exif_focal_35mm
+
+        focal35 = exif_focal_35mm(Path(args.photo).read_bytes())
+        result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=focal35)
         if args.debug:
             import cv2
 
@@ -127,6 +130,9 @@ def run_pieces(args: argparse.Namespace) -> int:
     print(f"  lattice pitch {p.lattice_pitch_mm:.1f} mm")
     for colour, kc in result.colours.keeps.items():
         print(f"  {colour} keep: hue {kc.hue_deg:.0f} deg, Lab ({kc.lab[0]:.0f}, {kc.lab[1]:.0f}, {kc.lab[2]:.0f})")
+    if result.focal_source != "profile":
+        print(f"  camera: no camera profile, focal length from {result.focal_source}; for the best sizes "
+              "calibrate the camera first (castellan calibrate camera) and pass --profile")
     for note in result.notes:
         print(f"  note: {note}")
     return EXIT_OK

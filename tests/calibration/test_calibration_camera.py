@@ -112,3 +112,6 @@ def test_without_a_profile_exif_focal_or_a_phone_default_is_used():
     prof = Profile(camera=CameraProfile((2000, 1500), (1600.0, 1600.0), (1000.0, 750.0)))
     cam, source = camera_for_photo(4000, 3000, prof)
     assert source == "profile" and cam.focal_px[0] == pytest.approx(3200)
+    # A profile from another photo mode (4:3) does not fit a 16:9 photo: fall back, and say so.
+    cam, source = camera_for_photo(4000, 2250, prof, 26.0)
+    assert source == "exif (profile is for another photo mode)"
