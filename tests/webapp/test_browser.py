@@ -158,3 +158,34 @@ def test_oversized_photo_is_refused_before_upload(browser, live_server, tmp_path
         page.goto(live_server + path)
         assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
     page.context.close()
+
+
+def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server):
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/draw")
+    page.click("text=Edit as castellan/1 JSON")
+    page.fill("#castle-json", json.dumps(SMALL_CASTLE))
+    page.click("#load-json")
+    page.wait_for_selector('#players-table tr[data-player="red"]')
+    assert points(page, "red") == 12  # 6 towers, Double Keep
+
+    page.click('button[data-tool="keep"]')
+    keep = page.locator("#lattice g.keep rect.keep-body")
+    keep.scroll_into_view_if_needed()
+    box = keep.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#keep-panel", state="visible")
+    page.uncheck("#selected-double")
+    page.wait_for_function("document.querySelector('#players-table tr[data-player=\"red\"] td.points').textContent.trim() === '6'")
+    page.select_option("#selected-colour", "blue")
+    page.wait_for_selector('#players-table tr[data-player="blue"]')
+    page.wait_for_function("document.querySelector('#players-table tr[data-player=\"blue\"] td.points').textContent.trim() === '6'")
+
+    # Removing a corner tower changes the courtyard's score (the rules engine decides how); undo restores it.
+    page.click('button[data-tool="tower"]')
+    tap_point(page, 0, 0)
+    page.wait_for_function("document.getElementById('lattice').dataset.towers === '5'")
+    page.wait_for_function("document.querySelector('#players-table tr[data-player=\"blue\"] td.points').textContent.trim() !== '6'")
+    page.click("#undo")
+    page.wait_for_function("document.querySelector('#players-table tr[data-player=\"blue\"] td.points').textContent.trim() === '6'")
+    page.context.close()
