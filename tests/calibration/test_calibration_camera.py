@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from calib_synth import look_at, render_mat_view
+from calibration.synthetic import look_at, render_mat_view
 from calibration.camera import (CalibrationError, calibrate_camera, camera_for_photo, default_camera,
                                 exif_focal_35mm, undistort_image)
 from calibration.mat import find_mat

@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from calib_synth import box_corners, look_at, render_mat_view
+from calibration.synthetic import box_corners, look_at, render_mat_view
 from calibration.pieces import PieceMeasureError, measure_pieces
 from calibration.profiles import FORMAT, CameraProfile, load_profile
 from castellan.cli import main

@@ -1,7 +1,9 @@
 """Synthetic photos of the mat (and of boxes standing on it) from a known pinhole camera.
 
 The mat texture is warped by the exact plane-to-image homography K [r1 r2 t]; boxes are drawn as
-their visible faces, far faces first. Used by the calibration tests, which need known K and poses.
+their visible faces, far faces first. The calibration tests and `python -m calibration.benchmark`
+use it because they need exactly known cameras, poses and piece sizes (no shadows, no texture: the
+physically based renderer in `synth` is for the vision pipeline).
 """
 from __future__ import annotations
 
