@@ -20,7 +20,7 @@ from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from .service import RequestProblem
-from .storage import open_storage
+from .storage import StorageError, open_storage
 from .uploads import DEFAULT_MAX_PHOTO_BYTES, MB
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,14 @@ def _register_errors(app: Flask) -> None:
         if _wants_json():
             return jsonify({"error": exc.message, **exc.extra}), exc.status
         return render_template("error.html", message=exc.message, status=exc.status), exc.status
+
+    @app.errorhandler(StorageError)
+    def storage_down(exc: StorageError):
+        log.error("storage failed on %s %s: %s", request.method, request.path, exc)
+        message = "The database is not available right now; nothing was stored. Try again in a minute."
+        if _wants_json():
+            return jsonify({"error": message}), 503
+        return render_template("error.html", message=message, status=503), 503
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sqlite:///PATH, a file path, or postgresql://... (default: CASTELLAN_DATABASE, "
                         "else castellan.sqlite3 in the app's instance folder)")
     p.add_argument("--threads", type=int, default=8, help="worker threads (default 8)")
+    p.add_argument("--trusted-proxy", metavar="ADDR",
+                   help="address of a reverse proxy (e.g. one terminating HTTPS) whose X-Forwarded-Proto/"
+                        "-Host/-For headers are trusted, so shared links use the public address")
     p.set_defaults(func=run)
 
 
@@ -49,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"Castellan Referee on http://{args.host}:{args.port}/ (database {app.extensions['castellan_storage'].url})",
           file=sys.stderr)
     # Photos of up to 50 MB, two per judge request; waitress's own cap must not be below Flask's.
+    proxy = {}
+    if args.trusted_proxy:
+        proxy = {"trusted_proxy": args.trusted_proxy, "trusted_proxy_count": 1,
+                 "trusted_proxy_headers": {"x-forwarded-proto", "x-forwarded-host", "x-forwarded-for"}}
     serve(app, host=args.host, port=args.port, threads=args.threads,
           max_request_body_size=int(app.config["MAX_CONTENT_LENGTH"]) + 1024 * 1024,
-          clear_untrusted_proxy_headers=True, ident="castellan")
+          clear_untrusted_proxy_headers=True, ident="castellan", **proxy)
     return 0

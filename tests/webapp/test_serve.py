@@ -82,3 +82,22 @@ def test_app_on_postgresql_stores_and_corrects(fresh_postgres_url):
                    content_type="multipart/form-data")
     assert r.status_code == 400 and "not a photo" in r.get_json()["error"]
     assert app.extensions["castellan_storage"].count() == 1
+
+
+def test_a_database_that_goes_away_is_a_503_not_a_half_record(postgres_url):
+    """The PostgreSQL server refuses connections (here: a database that does not exist)."""
+    import psycopg
+
+    from webapp import create_app
+
+    name = "gone_" + os.urandom(4).hex()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    app = create_app({"DATABASE": url})
+    storage = app.extensions["castellan_storage"]
+    storage._local.conn.close()  # the app's connection is gone, as after a server restart
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}"')
+    r = app.test_client().post("/api/score", json=SMALL_CASTLE)
+    assert r.status_code == 503 and "database" in r.get_json()["error"]
