@@ -324,3 +324,19 @@ def test_oversized_castles_are_refused(client, store):
     r = client.post("/api/score", data=b"{" + b" " * (5 * 1024 * 1024) + b"}", content_type="application/json")
     assert r.status_code == 413 and "JSON body" in r.get_json()["error"]
     assert store.count() == 0
+
+
+def test_check_move_with_an_unreadable_photo_state_explains_and_stores_nothing(client, store):
+    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray((np.random.default_rng(4).random((240, 320, 3)) * 255).astype("uint8")).save(buf, "JPEG")
+    r = client.post("/api/check-move", content_type="multipart/form-data", data={
+        "before": (io.BytesIO(buf.getvalue()), "before.jpg"),
+        "after": (io.BytesIO(json.dumps(SMALL_CASTLE).encode()), "after.json"), "player": "red"})
+    body = r.get_json()
+    assert r.status_code == 422, body  # noise holds no castle: the reader refuses and says what to do
+    assert "before photo could not be read" in body["error"] and body["refusal"]
+    assert stored_counts(store) == (0, 0)
