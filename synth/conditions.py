@@ -121,7 +121,8 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     overrides = dict(overrides or {})
     unknown = set(overrides) - {f.name for f in dataclasses.fields(Conditions)} - {"light_kinds"}
     if unknown:
-        raise ValueError(f"unknown condition(s) {sorted(unknown)}: see synth.conditions.Conditions")
+        known = sorted({f.name for f in dataclasses.fields(Conditions)} | {"light_kinds"})
+        raise ValueError(f"unknown condition(s) {sorted(unknown)}; known: {', '.join(known)}")
     # 85 % in spec (35-90 degrees), 15 % in the harder 25-35 band.
     elevation = float(rng.uniform(35, 90) if rng.random() < 0.85 else rng.uniform(25, 35))
     elevation = min(90.0, elevation + (5.0 if rng.random() < 0.1 else 0.0))
@@ -131,7 +132,9 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     first = str(rng.choice(["sun", "window", "window", "lamp", "ceiling", "ceiling"]))
     kinds = [first] + [str(rng.choice(["window", "lamp", "ceiling", "sun", "flash"], p=[.3, .3, .25, .1, .05]))
                        for _ in range(n_lights - 1)]
-    kinds = overrides.pop("light_kinds", kinds)
+    kinds = list(overrides.pop("light_kinds", kinds))
+    if not 1 <= len(kinds) <= 3:
+        raise ValueError(f"light_kinds: give one to three lights, got {len(kinds)}")
     weights = [1.0] + [float(rng.uniform(0.2, 0.8)) for _ in kinds[1:]]
     lights = [_light(k, rng, w, azimuth) for k, w in zip(kinds, weights)]
     total = sum(l.weight for l in lights)
@@ -160,7 +163,7 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
         mat=bool(rng.random() < 0.3),
         mat_paper=str(rng.choice(["a4", "letter", "a3"], p=[0.6, 0.2, 0.2])),
         exposure_bias=float(rng.normal(0, 0.3)),
-        white_balance=float(rng.uniform(0.5, 0.95)),
+        white_balance=float(rng.uniform(0.7, 0.95)),
         noise=float(rng.choice([0.002, 0.005, 0.01, 0.02]) * rng.uniform(0.7, 1.3)),
         blur_px=float(rng.choice([0.0, 0.4, 0.7, 1.2]) * rng.uniform(0.8, 1.2)),
         motion_px=float(rng.choice([0, 0, 0, 2, 4]) * rng.uniform(0.8, 1.2)),

@@ -185,7 +185,8 @@ def _sensor(mi: Any, camera: Camera, spp: int) -> dict:
 
 def _build_scene(mi: Any, layout: Layout, cond: Conditions, camera: Camera, spp: int,
                  rng: np.random.Generator) -> tuple[Any, dict[str, Any]]:
-    table = table_texture(cond.table_kind, rng)
+    # Texture detail to match the photo: 2048 px tables for phone-sized photos, less for thumbnails.
+    table = table_texture(cond.table_kind, rng, 2048 if camera.width * camera.height > 500_000 else 512)
     mats = _materials(mi, layout, cond, rng)
     bsdfs = {name: mi.load_dict(d) for name, d in mats.items()}
     uv_scale = TABLE_EXTENT_MM / table.size_mm

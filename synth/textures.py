@@ -49,7 +49,7 @@ def _mix(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return a[None, None, :] * (1 - t[..., None]) + b[None, None, :] * t[..., None]
 
 
-def table_texture(kind: str, rng: np.random.Generator, size_px: int = 1024) -> TableTexture:
+def table_texture(kind: str, rng: np.random.Generator, size_px: int = 2048) -> TableTexture:
     """A table top of `kind` (one of TABLE_KINDS) with randomised colours and pattern scale."""
     n = size_px
     yy, xx = np.mgrid[0:n, 0:n].astype(np.float32)
@@ -64,18 +64,24 @@ def table_texture(kind: str, rng: np.random.Generator, size_px: int = 1024) -> T
         }
         name = str(rng.choice(list(palettes)))
         light, dark = (np.array(c, np.float32) for c in palettes[name])
-        plank_mm = rng.uniform(90, 200)
+        plank_mm = rng.uniform(90, 220)
         px_per_mm = n / size_mm
         plank = (yy / (plank_mm * px_per_mm)).astype(int)
-        warp = value_noise(rng, n, n / 6, 3, stretch=(4.0, 1.0)) * 18
-        rings = np.sin((yy + warp + plank * 37.0) * (2 * np.pi / rng.uniform(6, 14))) * 0.5 + 0.5
-        streak = value_noise(rng, n, 12, 3, stretch=(12.0, 0.5)) * 0.5 + 0.5
-        t = np.clip(0.55 * rings ** 2 + 0.45 * streak, 0, 1)
+        # Grain: growth rings cut at a shallow angle (long wavy bands that fade in and out), fine
+        # streaks along the board, and a per-plank offset so neighbouring planks do not line up.
+        warp = value_noise(rng, n, 150 * px_per_mm, 3, stretch=(4.0, 1.0)) * 25 * px_per_mm
+        period = rng.uniform(5, 12) * px_per_mm
+        phase = (yy + warp + plank * 131.0) / period
+        rings = (phase - np.floor(phase)) ** 3  # slow light-to-dark, then a sharp edge
+        fade = np.clip(value_noise(rng, n, 60 * px_per_mm, 2, stretch=(3.0, 1.0)) * 0.8 + 0.5, 0, 1)
+        streaks = value_noise(rng, n, 1.0 * px_per_mm, 2, stretch=(40.0, 1.0)) * 0.5 + 0.5
+        broad = value_noise(rng, n, 100 * px_per_mm, 2, stretch=(3.0, 1.0)) * 0.5 + 0.5
+        t = np.clip(0.4 * rings * fade + 0.3 * streaks + 0.3 * broad, 0, 1)
         img = _mix(light, dark, t)
-        shade = 1 + 0.08 * np.random.default_rng(int(rng.integers(1 << 31))).standard_normal(plank.max() + 2)
+        shade = 1 + 0.05 * np.random.default_rng(int(rng.integers(1 << 31))).standard_normal(plank.max() + 2)
         img *= shade[plank][..., None]
-        seam = (np.abs(((yy / px_per_mm) % plank_mm)) < 0.8).astype(np.float32)
-        img *= 1 - 0.45 * seam[..., None]
+        seam = (np.abs(((yy / px_per_mm) % plank_mm)) < 0.7).astype(np.float32)
+        img *= 1 - 0.4 * cv2.GaussianBlur(seam, (0, 0), 0.6)[..., None]
         roughness = float(rng.uniform(0.12, 0.4))
         main = tuple(light.tolist())
         name = f"wood-{name}"
@@ -85,7 +91,8 @@ def table_texture(kind: str, rng: np.random.Generator, size_px: int = 1024) -> T
                    "cream": (0.90, 0.85, 0.72), "slate-blue": (0.30, 0.38, 0.48), "sage": (0.55, 0.62, 0.52)}
         name = str(rng.choice(list(colours)))
         base = np.array(colours[name], np.float32)
-        noise = value_noise(rng, n, 40, 4) * 0.03 + value_noise(rng, n, 3, 1) * 0.015
+        ppm = n / size_mm
+        noise = value_noise(rng, n, 25 * ppm, 4) * 0.03 + value_noise(rng, n, 2 * ppm, 1) * 0.015
         img = np.clip(base[None, None, :] * (1 + noise[..., None]), 0, 1)
         roughness = float(rng.uniform(0.08, 0.35))
         main = tuple(base.tolist())
@@ -98,7 +105,8 @@ def table_texture(kind: str, rng: np.random.Generator, size_px: int = 1024) -> T
         base = np.array(colours[name], np.float32)
         f = 2 * np.pi / max(2.0, n / size_mm * 0.9)
         weave = (np.sin(xx * f) * np.sin(yy * f)) * 0.06
-        slub = value_noise(rng, n, 30, 3, stretch=(3.0, 0.5)) * 0.025 + value_noise(rng, n, 80, 3) * 0.03
+        ppm = n / size_mm
+        slub = value_noise(rng, n, 8 * ppm, 3, stretch=(3.0, 0.5)) * 0.025 + value_noise(rng, n, 25 * ppm, 3) * 0.03
         img = np.clip(base[None, None, :] * (1 + weave + slub)[..., None], 0, 1)
         roughness = 1.0
         main = tuple(base.tolist())
@@ -126,7 +134,8 @@ def table_texture(kind: str, rng: np.random.Generator, size_px: int = 1024) -> T
                    "burgundy": (0.40, 0.08, 0.12)}
         name = str(rng.choice(list(colours)))
         base = np.array(colours[name], np.float32)
-        noise = value_noise(rng, n, 2, 2) * 0.08 + value_noise(rng, n, 60, 3) * 0.05
+        ppm = n / size_mm
+        noise = value_noise(rng, n, 1 * ppm, 2) * 0.08 + value_noise(rng, n, 25 * ppm, 3) * 0.05
         img = np.clip(base[None, None, :] * (1 + noise[..., None]), 0, 1)
         roughness = 1.0
         main = tuple(base.tolist())
