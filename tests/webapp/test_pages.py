@@ -114,10 +114,10 @@ def test_a_refused_photo_page_gives_advice_and_the_drawing(client, store):
                     content_type="multipart/form-data")
     assert r.status_code == 303
     html = client.get(r.headers["Location"]).get_data(as_text=True)
-    if 'id="refusal"' in html:
-        advice = re.search(r'<p class="advice">(.*?)</p>', html, re.S).group(1).strip()
-        assert len(advice) > 10  # the reader's advice, e.g. "photograph the castle from above"
-        assert 'data-tool="tower"' in html  # the castle can be entered on the lattice
+    assert 'id="refusal"' in html  # noise holds no castle
+    advice = re.search(r'<p class="advice">(.*?)</p>', html, re.S).group(1).strip()
+    assert len(advice) > 10  # the reader's advice, e.g. "photograph the castle from above"
+    assert 'data-tool="tower"' in html  # the castle can be entered on the lattice
     assert 'id="photo-img"' in html
     assert store.count() == 1
 
