@@ -27,7 +27,8 @@ from synth.textures import (box_lid_texture, card_texture, srgb_to_linear, stone
                             table_texture)
 
 STONE_TILE_MM = 64.0
-TABLE_EXTENT_MM = 6000.0
+FLOOR_EXTENT_MM = 20000.0
+FLOOR_DEPTH_MM = 740.0  # table height
 GROUND_TRUTH_FORMAT = "castellan-synth/1"
 
 
@@ -189,24 +190,40 @@ def _build_scene(mi: Any, layout: Layout, cond: Conditions, camera: Camera, spp:
     table = table_texture(cond.table_kind, rng, 2048 if camera.width * camera.height > 500_000 else 512)
     mats = _materials(mi, layout, cond, rng)
     bsdfs = {name: mi.load_dict(d) for name, d in mats.items()}
-    uv_scale = TABLE_EXTENT_MM / table.size_mm
-    table_bsdf: dict = ({"type": "diffuse", "reflectance": _bitmap(mi, table.image, uv_scale, uv_scale)}
-                        if table.roughness >= 1.0 else
+    table_mesh, table_box = _table_top(layout, rng)
+    table_uv = _bitmap(mi, table.image, 1.0 / table.size_mm, 1.0 / table.size_mm)
+    table_bsdf: dict = ({"type": "diffuse", "reflectance": table_uv} if table.roughness >= 1.0 else
                         {"type": "roughplastic", "distribution": "ggx", "alpha": table.roughness, "int_ior": 1.5,
-                         "diffuse_reflectance": _bitmap(mi, table.image, uv_scale, uv_scale)})
+                         "diffuse_reflectance": table_uv})
+    # The floor below, seen past the table's edge in low shots: a darker second surface.
+    floor = table_texture(str(rng.choice(["wood", "painted", "felt"])), rng, 512)
+    floor_scale = FLOOR_EXTENT_MM / floor.size_mm
     scene: dict[str, Any] = {
         "type": "scene",
         "integrator": {"type": "aov", "aovs": "albedo:albedo,nn:sh_normal",
                        "integrator": {"type": "path", "max_depth": 6, "rr_depth": 4}},
         "sensor": _sensor(mi, camera, spp),
-        "table": {"type": "rectangle", "to_world": mi.ScalarTransform4f().scale([TABLE_EXTENT_MM / 2] * 2 + [1]),
-                  "bsdf": table_bsdf},
+        "table": _mesh(mi, "table", table_mesh, mi.load_dict(table_bsdf)),
+        "floor": {"type": "rectangle",
+                  "to_world": mi.ScalarTransform4f().translate([0, 0, -FLOOR_DEPTH_MM]).scale([FLOOR_EXTENT_MM / 2] * 2 + [1]),
+                  "bsdf": {"type": "diffuse", "reflectance": _bitmap(mi, floor.image * 0.6, floor_scale, floor_scale)}},
     }
     for it in layout.items:
         scene[it.name] = _mesh(mi, it.name, it.mesh, bsdfs[it.material])
     scene.update(_light_dicts(mi, cond, camera, layout.castle_centre))
     return mi.load_dict(scene), {"name": table.name, "kind": table.kind, "colour_srgb": list(table.rgb_srgb),
-                                 "roughness": table.roughness}
+                                 "roughness": table.roughness, "top_mm": table_box, "floor": floor.name}
+
+
+def _table_top(layout: Layout, rng: np.random.Generator) -> tuple[g.Mesh, list[float]]:
+    """A finite table top (30 mm thick, top face at z = 0) with the castle and clutter well inside it."""
+    pts = np.vstack([it.box_corners()[:, :2] for it in layout.items])
+    lo, hi = pts.min(0) - 120, pts.max(0) + 120
+    size = np.maximum(rng.uniform([1200, 800], [2000, 1200]), hi - lo + 200)
+    slack = size - (hi - lo)
+    x0, y0 = lo - rng.uniform(0.1, 0.9, 2) * slack
+    box = [float(x0), float(y0), float(x0 + size[0]), float(y0 + size[1])]
+    return g.box((box[0], box[1], -30.0), (box[2], box[3], 0.0), bottom=False), box
 
 
 def _render_linear(mi: Any, scene: Any, spp: int, seed: int) -> np.ndarray:
