@@ -1,6 +1,6 @@
 """Take the README's screenshots of the upload, result and judge pages on a 375-pixel phone screen:
 
-    python -m webapp.screenshots docs/screenshots
+    python -m webapp.screenshots docs/screenshots [PHOTO]
 
 Runs the app under waitress on loopback with a throwaway database, fills it with a rendered sample
 photo (when sample_photos/ has one) or a castle from the rules engine's game generator, and drives
@@ -35,6 +35,7 @@ def main(argv: list[str]) -> int:
     from webapp import create_app
 
     out = Path(argv[0] if argv else ROOT / "docs" / "screenshots")
+    photo_arg = argv[1] if len(argv) > 1 else None
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app({"DATABASE": str(Path(tmp) / "db.sqlite3"), "SECRET_KEY": "shots"})
@@ -46,44 +47,56 @@ def main(argv: list[str]) -> int:
         before = dict(after, walls=after["walls"][:-2], keeps=after["keeps"][:-1])
         before_id = _post_json(base + "/api/score", before)["id"]
         after_id = _post_json(base + "/api/score", after)["id"]
-        photos = sorted(glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True))
+        photos = sorted(p for p in glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True)
+                        if not p.endswith("_mask.jpg"))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 375, "height": 812}, device_scale_factor=2,
                                        is_mobile=True, has_touch=True).new_page()
             page.goto(base + "/")
             page.screenshot(path=str(out / "upload.png"))
-            if photos:
-                page.set_input_files("#photo", photos[0])
-                page.click("#score-button")
-                page.wait_for_url("**/a/*", timeout=120_000)
-            else:
-                page.goto(base + "/draw")
-                page.click("text=Edit as castellan/1 JSON")
-                page.fill("#castle-json", json.dumps(after))
-                page.click("#load-json")
-                page.click("#save")
-                page.wait_for_url("**/a/*", timeout=60_000)
+            page.goto(base + "/draw")
+            page.click("text=Edit as castellan/1 JSON")
+            page.fill("#castle-json", json.dumps(after))
+            page.click("#load-json")
+            page.wait_for_selector("#players-table")
+            page.click("#save")
+            page.wait_for_url("**/a/*", timeout=60_000)
             page.wait_for_timeout(500)
             page.screenshot(path=str(out / "result.png"), full_page=True)
-            # A photo without a castle: the refusal page with the reader's advice and the lattice.
-            import io
+            # A photo: a rendered sample (its result, or its refusal with the reader's advice, then the
+            # castle entered from the sample's ground truth), else a bare table (a refusal).
+            photo = Path(photo_arg) if photo_arg else (Path(photos[0]) if photos else None)
+            if photo is None:
+                import io
 
-            import numpy as np
-            from PIL import Image
+                import numpy as np
+                from PIL import Image
 
-            buf = io.BytesIO()
-            table = np.full((900, 1200, 3), (150, 115, 80), np.uint8)
-            table += (np.random.default_rng(3).random((900, 1200, 1)) * 25).astype(np.uint8)
-            Image.fromarray(table).save(buf, "JPEG", quality=85)
-            photo = Path(tmp) / "table.jpg"
-            photo.write_bytes(buf.getvalue())
+                buf = io.BytesIO()
+                table = np.full((900, 1200, 3), (150, 115, 80), np.uint8)
+                table += (np.random.default_rng(3).random((900, 1200, 1)) * 25).astype(np.uint8)
+                Image.fromarray(table).save(buf, "JPEG", quality=85)
+                photo = Path(tmp) / "table.jpg"
+                photo.write_bytes(buf.getvalue())
             page.goto(base + "/")
             page.set_input_files("#photo", str(photo))
             page.click("#score-button")
-            page.wait_for_url("**/a/*", timeout=120_000)
+            page.wait_for_url("**/a/*", timeout=180_000)
             page.wait_for_timeout(300)
-            page.screenshot(path=str(out / "refusal.png"), full_page=False)
+            page.screenshot(path=str(out / "photo.png"), full_page=False)
+            truth = photo.with_suffix(".json")
+            if page.locator("#refusal").count() and truth.exists():
+                castle = json.loads(truth.read_text()).get("castle")
+                page.click("text=Edit as castellan/1 JSON")
+                page.fill("#castle-json", json.dumps(castle))
+                page.click("#load-json")
+                page.wait_for_selector("#players-table")
+                page.click("#save")
+                page.wait_for_selector("#edit-status:has-text('Saved')")
+                page.reload()
+                page.wait_for_timeout(300)
+                page.screenshot(path=str(out / "photo-corrected.png"), full_page=True)
             page.goto(base + "/judge")
             page.select_option('select[name="before_stored"]', before_id)
             page.select_option('select[name="after_stored"]', after_id)

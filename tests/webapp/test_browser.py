@@ -102,7 +102,8 @@ def test_upload_read_correct_save_and_share_on_a_phone(browser, live_server, tmp
     # The page fits a 375-pixel screen: nothing wider than the viewport.
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     assert page.locator("#photo-img").is_visible()
-    if page.locator("#refusal").count():
+    refused = page.locator("#refusal").count() > 0
+    if refused:
         assert page.locator("#refusal .advice").inner_text().strip()  # the reader says what to do
         # Enter the castle by hand: paste castellan/1 into the editor.
         page.click("text=Edit as castellan/1 JSON")
@@ -136,6 +137,8 @@ def test_upload_read_correct_save_and_share_on_a_phone(browser, live_server, tmp
     other.goto(link)
     assert {c: points(other, c) for c in before} == after
     assert other.locator('button[data-tool="wall"]').count() == 0
+    if refused:
+        assert other.locator("#entered-by-hand").is_visible()
     other.context.close()
     context.close()
 
