@@ -37,6 +37,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config.from_prefixed_env("CASTELLAN")
     if config:
         app.config.update(config)
+    for key in ("DATABASE", "JUDGE_KEY", "SECRET_KEY"):
+        # from_prefixed_env reads values as JSON: a numeric secret must still be a string.
+        if app.config.get(key) is not None and not isinstance(app.config[key], str):
+            app.config[key] = str(app.config[key])
     photo_limit = int(app.config["MAX_PHOTO_BYTES"])
     # Judge mode sends two photos in one request; multipart framing adds a little.
     if not app.config.get("MAX_CONTENT_LENGTH"):

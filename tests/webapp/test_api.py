@@ -341,3 +341,16 @@ def test_check_move_with_an_unreadable_photo_state_explains_and_stores_nothing(c
     assert r.status_code == 422, body  # noise holds no castle: the reader refuses and says what to do
     assert "before photo could not be read" in body["error"] and body["refusal"]
     assert stored_counts(store) == (0, 0)
+
+
+def test_configuration_from_the_environment(tmp_path, monkeypatch):
+    from webapp import create_app
+
+    monkeypatch.setenv("CASTELLAN_DATABASE", str(tmp_path / "env.sqlite3"))
+    monkeypatch.setenv("CASTELLAN_JUDGE_KEY", "123456")  # looks like a number: still a key
+    app = create_app()
+    client = app.test_client()
+    created = client.post("/api/score", json=SMALL_CASTLE).get_json()
+    assert (tmp_path / "env.sqlite3").exists()
+    r = client.post(f"/api/adjudications/{created['id']}/ruling", headers={"X-Judge-Key": "123456"})
+    assert r.status_code == 200 and r.get_json()["ruling"] is True
