@@ -27,7 +27,7 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
     """Render `count` photos into `out_dir` as PREFIX_NNN.jpg + .json (+ _mask.png); returns the paths."""
     from scoring.generate import random_finished_castle
 
-    from synth.render import render_photo, save_photo
+    from synth.render import render_jpeg, save_photo
 
     if count < 1:
         raise ValueError(f"count must be at least 1, got {count}")
@@ -44,8 +44,8 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
         for i in range(count):
             seed = first_seed + i
             castle = random_finished_castle(seed, players_for(i))
-            photo, truth, labels = render_photo(castle, seed, width, height, spp, overrides, return_labels=True)
-            path = save_photo(out / f"{prefix}_{i:03d}.jpg", photo, truth, labels if masks else None)
+            jpeg, truth, labels = render_jpeg(castle, seed, width, height, spp, overrides)
+            path = save_photo(out / f"{prefix}_{i:03d}.jpg", jpeg, truth, labels if masks else None)
             paths.append(path)
             c = truth["conditions"]
             index.append({"image": path.name, "truth": path.with_suffix(".json").name, "seed": seed,

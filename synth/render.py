@@ -253,7 +253,7 @@ def _label_image(mi: Any, scene: Any, layout: Layout) -> np.ndarray:
 
 def _piece_truth(it: Item, index: int, camera: Camera, labels: np.ndarray) -> dict[str, Any]:
     uv, _ = camera.project(it.box_corners())
-    hull = cv2.convexHull(uv.astype(np.float32)).reshape(-1, 2)
+    hull = cv2.convexHull(uv.astype(np.float32)).reshape(-1, 2).astype(float)
     base, _ = camera.project(it.base_corners())
     top_centre = (it.pose @ np.array([0, 0, it.box_size[2], 1.0]))[:3]
     base_centre = it.pose[:3, 3]
@@ -278,13 +278,12 @@ def _piece_truth(it: Item, index: int, camera: Camera, labels: np.ndarray) -> di
     return d
 
 
-def render_photo(castle: Any, seed: int = 0, width: int = 1600, height: int = 1200, spp: int = 16,
-                 overrides: dict[str, Any] | None = None, *, return_labels: bool = False
-                 ) -> tuple[np.ndarray, dict[str, Any]] | tuple[np.ndarray, dict[str, Any], np.ndarray]:
-    """Render `castle` (scoring.Castle or castellan/1 dict) into a phone-like photo.
+def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 1200, spp: int = 16,
+                overrides: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any], np.ndarray]:
+    """Render `castle` (scoring.Castle or castellan/1 dict) into a phone-like JPEG.
 
-    Returns the decoded JPEG as BGR uint8 and the ground truth dict (see module docstring); with
-    `return_labels`, also the per-pixel item labels (uint16; value = a piece's or clutter's mask_id).
+    Returns the JPEG bytes, the ground truth dict (see module docstring) and the per-pixel item
+    labels (uint16; value = the mask_id of the piece or clutter seen there, 0 for table and room).
     """
     if width < 16 or height < 16 or width * height > 60_000_000:
         raise ValueError(f"image size {width}x{height} is out of range (16x16 .. 60 megapixels)")
@@ -308,17 +307,20 @@ def render_photo(castle: Any, seed: int = 0, width: int = 1600, height: int = 12
     timings["render_s"] = time.perf_counter() - t1
     labels = _label_image(mi, scene, layout)
     t2 = time.perf_counter()
-    bgr = develop(linear, cond, rng)
-    jpeg = encode_jpeg(bgr, cond.jpeg_quality)
-    photo = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
     timings["develop_s"] = time.perf_counter() - t2
     timings["total_s"] = time.perf_counter() - t0
-
     truth = _ground_truth(castle, layout, camera, cond, table, labels, int(seed), variant, spp, timings)
-    truth["_jpeg"] = jpeg  # removed by save_photo; lets callers write the exact bytes
-    if return_labels:
-        return photo, truth, labels
-    return photo, truth
+    return jpeg, truth, labels
+
+
+def render_photo(castle: Any, seed: int = 0, width: int = 1600, height: int = 1200, spp: int = 16,
+                 overrides: dict[str, Any] | None = None, *, return_labels: bool = False
+                 ) -> tuple[np.ndarray, dict[str, Any]] | tuple[np.ndarray, dict[str, Any], np.ndarray]:
+    """Like render_jpeg, but returns the decoded JPEG as BGR uint8 (what a phone would deliver)."""
+    jpeg, truth, labels = render_jpeg(castle, seed, width, height, spp, overrides)
+    photo = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    return (photo, truth, labels) if return_labels else (photo, truth)
 
 
 def _ground_truth(castle: Any, layout: Layout, camera: Camera, cond: Conditions, table: dict[str, Any],
@@ -370,18 +372,20 @@ def _mat_truth(mat: dict[str, Any] | None, camera: Camera) -> dict[str, Any] | N
     return dict(mat, corners_px=np.round(px, 2).tolist())
 
 
-def save_photo(path: str | Path, photo: np.ndarray, truth: dict[str, Any], labels: np.ndarray | None = None) -> Path:
-    """Write photo.jpg (the exact JPEG bytes), photo.json (ground truth) and optionally photo_mask.png."""
+def save_photo(path: str | Path, photo: bytes | np.ndarray, truth: dict[str, Any],
+               labels: np.ndarray | None = None) -> Path:
+    """Write photo.jpg, photo.json (ground truth) and, given labels, photo_mask.png.
+
+    `photo` is the JPEG bytes from render_jpeg (written as they are) or a BGR image (encoded at the
+    JPEG quality the conditions drew).
+    """
     path = Path(path)
     if path.suffix.lower() not in (".jpg", ".jpeg"):
         raise ValueError(f"{path}: the photo is a JPEG, give a .jpg path")
     path.parent.mkdir(parents=True, exist_ok=True)
-    truth = dict(truth)
-    jpeg = truth.pop("_jpeg", None)
-    if jpeg is None:
-        jpeg = encode_jpeg(photo, truth["conditions"]["jpeg_quality"])
+    jpeg = photo if isinstance(photo, bytes) else encode_jpeg(photo, truth["conditions"]["jpeg_quality"])
     path.write_bytes(jpeg)
-    truth["image"] = path.name
+    truth = dict(truth, image=path.name)
     if labels is not None:
         mask_path = path.with_name(path.stem + "_mask.png")
         cv2.imwrite(str(mask_path), labels.astype(np.uint16))

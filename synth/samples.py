@@ -58,7 +58,7 @@ def make_samples(out_dir: str | Path, count: int = 24, width: int = 1600, height
     from scoring.generate import random_finished_castle
 
     from synth.contact_sheet import contact_sheet
-    from synth.render import render_photo, save_photo
+    from synth.render import render_jpeg, save_photo
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,8 +74,8 @@ def make_samples(out_dir: str | Path, count: int = 24, width: int = 1600, height
     for i, entry in enumerate(plan):
         castle = random_finished_castle(entry["seed"], entry["players"])
         w, h = (height, width) if entry["portrait"] else (width, height)
-        photo, truth, labels = render_photo(castle, entry["seed"], w, h, spp, entry["overrides"], return_labels=True)
-        path = save_photo(out / f"photo_{i:03d}.jpg", photo, truth, labels)
+        jpeg, truth, labels = render_jpeg(castle, entry["seed"], w, h, spp, entry["overrides"])
+        path = save_photo(out / f"photo_{i:03d}.jpg", jpeg, truth, labels)
         paths.append(path)
         c = truth["conditions"]
         index.append({"image": path.name, "truth": path.with_suffix(".json").name, "seed": entry["seed"],

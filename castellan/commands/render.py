@@ -49,17 +49,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from synth.backend import RendererUnavailable
-        from synth.render import render_photo, save_photo
+        from synth.render import render_jpeg, save_photo
     except ImportError as e:
         print(f"castellan render: the renderer is not installed ({e}); run `pip install .[synth]`", file=sys.stderr)
         return 1
     try:
-        photo, truth, labels = render_photo(castle, args.seed, args.width, args.height, args.spp, return_labels=True)
+        jpeg, truth, labels = render_jpeg(castle, args.seed, args.width, args.height, args.spp)
     except RendererUnavailable as e:
         print(f"castellan render: {e}", file=sys.stderr)
         return 1
     try:
-        path = save_photo(out, photo, truth, labels if args.mask else None)
+        path = save_photo(out, jpeg, truth, labels if args.mask else None)
     except OSError as e:
         print(f"castellan render: cannot write {args.output} ({e.strerror})", file=sys.stderr)
         return 2

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from scoring import parse_castle
-from synth.render import render_photo, save_photo
+from synth.render import render_jpeg, render_photo, save_photo
 
 W, H, SPP = 160, 120, 4
 # OpenCV hue (0..180) of each keep colour.
@@ -131,6 +131,18 @@ def test_save_writes_photo_truth_and_mask(tmp_path, top_down):
     assert saved["image"] == "photo_001.jpg" and saved["castle"] == truth["castle"]
     mask = cv2.imread(str(tmp_path / "photo_001_mask.png"), cv2.IMREAD_UNCHANGED)
     assert mask.dtype == np.uint16 and np.array_equal(mask, labels)
+
+
+def test_ground_truth_is_plain_json(top_down):
+    _, truth, _ = top_down
+    assert json.loads(json.dumps(truth)) == truth
+
+
+def test_save_writes_the_rendered_jpeg_bytes_unchanged(tmp_path, small_castle, plain):
+    jpeg, truth, labels = render_jpeg(small_castle, 8, W, H, 2, plain)
+    path = save_photo(tmp_path / "shot.jpg", jpeg, truth, labels)
+    assert path.read_bytes() == jpeg
+    assert truth["conditions"]["jpeg_quality"] == plain["jpeg_quality"]
 
 
 def test_save_refuses_a_name_that_is_not_jpeg(tmp_path, top_down):
