@@ -308,9 +308,12 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     first = d > DIFF_THRESHOLD
     d, white = _difference(rect, t01, valid, cv2.dilate(first.astype(np.uint8), np.ones((int(6 * ppm),) * 2, np.uint8)) > 0)
     mask = d > DIFF_THRESHOLD
-    # Thin lines along square edges (rectification off by a fraction of a pixel) are not pieces.
     disk = lambda r: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))  # noqa: E731
-    mask = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, disk(int(1.5 * ppm)))
+    # First bridge the pixel-wide lines where a piece crosses a square's edge (there the print
+    # takes every grey, so the piece is not seen), else a thin part of a piece cut off by such
+    # a line would be opened away; then remove specks and thin lines of noise.
+    mask = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_CLOSE, disk(2))
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, disk(int(1.0 * ppm)))
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, disk(int(1.0 * ppm))) > 0
     mask = ndimage.binary_fill_holes(mask)
     labels = measure.label(mask, connectivity=2)
