@@ -7,12 +7,14 @@ clear 503 instead of a crash.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 COLOURS = ("red", "blue", "yellow", "green")
+log = logging.getLogger(__name__)
 
 
 class EngineUnavailable(RuntimeError):
@@ -100,6 +102,12 @@ def read_photo(data: bytes) -> Reading:
             reading = vision.read_photo(data)
     except vision.PhotoError as exc:
         raise BadPhoto(str(exc)) from exc
+    except Exception as exc:  # a fault in the reader must not cost the user their upload
+        log.exception("the photo reader failed")
+        return Reading(castle=None, confidence=None, overlay_jpeg=None,
+                       info={"reader_error": f"{type(exc).__name__}: {exc}"[:500]},
+                       refusal="The photo reader failed on this photo (the fault is logged). "
+                               "Enter the castle on the drawing below, or try another photo.")
     info: dict[str, Any] = {}
     try:
         full = reading.to_json()
