@@ -390,5 +390,5 @@ def save_photo(path: str | Path, photo: bytes | np.ndarray, truth: dict[str, Any
         mask_path = path.with_name(path.stem + "_mask.png")
         cv2.imwrite(str(mask_path), labels.astype(np.uint16))
         truth["mask"] = mask_path.name
-    path.with_suffix(".json").write_text(json.dumps(truth, indent=1))
+    path.with_suffix(".json").write_text(json.dumps(truth))
     return path
