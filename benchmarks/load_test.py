@@ -94,10 +94,11 @@ def castles(count: int) -> list[tuple[dict, dict]]:
     return [pairs[i % distinct] for i in range(count)]
 
 
-def photos(count: int) -> list[tuple[str, bytes, dict | None]]:
+def photos(count: int, folder: Path) -> list[tuple[str, bytes, dict | None]]:
     """(name, bytes, ground-truth castle or None): sample photos, else photo-sized JPEGs."""
     found = sorted(p for ext in ("jpg", "jpeg", "png")
-                   for p in glob.glob(str(ROOT / "sample_photos" / "**" / f"*.{ext}"), recursive=True))
+                   for p in glob.glob(str(folder / "**" / f"*.{ext}"), recursive=True)
+                   if not Path(p).stem.endswith("_mask"))
     items: list[tuple[str, bytes, dict | None]] = []
     for path in found[:count]:
         truth = None
@@ -202,11 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--photos", type=int, default=20)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--time-limit", type=float, default=600, help="stop sending after this many seconds")
+    parser.add_argument("--photos-from", type=Path, default=ROOT / "sample_photos",
+                        help="folder of photos (with ground-truth JSON beside them); default sample_photos/")
     args = parser.parse_args(argv)
 
     print(f"preparing {args.castles} castles and {args.photos} photos…", flush=True)
     castle_jobs = castles(args.castles)
-    photo_jobs = photos(args.photos)
+    photo_jobs = photos(args.photos, args.photos_from)
     with tempfile.TemporaryDirectory(prefix="castellan-load-") as tmp:
         database = Path(tmp) / "load.sqlite3"
         port = free_port()
