@@ -67,7 +67,8 @@ def score():
     store = request.args.get("store", "1").lower() not in ("0", "false", "no")
     if _is_multipart():
         players = service.parse_players(request.form.getlist("players"))
-        photo = request.files.get("photo")
+        # A form may send the field twice (camera and file inputs); use the one that holds a file.
+        photo = next((f for f in request.files.getlist("photo") if f.filename), request.files.get("photo"))
         castle_text = request.form.get("castle")
         castle_file = request.files.get("castle")
         if photo is not None:

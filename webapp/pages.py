@@ -50,9 +50,10 @@ def upload_post():
     """The upload form without JavaScript: a photo (or a castle) in, a redirect to its result out."""
     try:
         players = service.parse_players(request.form.getlist("players"))
-        photo = request.files.get("photo")
+        # The camera input and the file input are both named "photo"; use the one that was filled.
+        photo = next((f for f in request.files.getlist("photo") if f.filename), None)
         castle_text = request.form.get("castle", "").strip()
-        if photo is not None and photo.filename:
+        if photo is not None:
             data = service.read_upload(photo)
             outcome = service.score_photo(data, players, store_refusal_without_reader=True)
         elif castle_text:

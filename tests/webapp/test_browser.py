@@ -150,7 +150,7 @@ def test_oversized_photo_is_refused_before_upload(browser, live_server, tmp_path
         f.truncate(50 * 1024 * 1024 + 10)
     page = browser.new_context(**PHONE).new_page()
     page.goto(live_server + "/")
-    page.set_input_files("#photo", str(big))
+    page.set_input_files("#photo-file", str(big))  # the gallery input, not the camera
     page.click("#score-button")
     error = page.locator("#upload-error")
     error.wait_for(state="visible")

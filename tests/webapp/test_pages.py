@@ -24,6 +24,8 @@ def test_upload_page_opens_the_camera_and_lists_colours(client):
     photo_input = re.search(r'<input id="photo"[^>]*>', html).group(0)
     assert 'type="file"' in photo_input and 'name="photo"' in photo_input
     assert 'capture="environment"' in photo_input and 'accept="image/*' in photo_input
+    file_input = re.search(r'<input id="photo-file"[^>]*>', html).group(0)  # or a photo already taken
+    assert 'name="photo"' in file_input and "capture" not in file_input
     for colour in ("red", "blue", "yellow", "green"):
         assert f'name="players" value="{colour}"' in html
     assert 'id="progress"' in html and "upload.js" in html
@@ -95,6 +97,14 @@ def test_bad_photo_on_the_upload_page_is_a_readable_400(client, store, data, nee
     html = r.get_data(as_text=True)
     assert needle in html and 'id="upload-error"' in html and 'capture="environment"' in html
     assert (store.count(), store.count_images()) == (0, 0)
+
+
+def test_the_filled_one_of_the_two_photo_inputs_is_used(client, store):
+    # Camera input left empty, file input filled: the browser sends both fields.
+    r = client.post("/", data={"photo": [(io.BytesIO(b""), ""), (io.BytesIO(b"not a photo at all"), "x.jpg")]},
+                    content_type="multipart/form-data")
+    assert r.status_code == 400 and "not a photo" in r.get_data(as_text=True)  # the filled one was checked
+    assert store.count() == 0
 
 
 def test_pressing_score_without_a_photo(client, store):

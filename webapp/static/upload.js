@@ -4,7 +4,9 @@
 (function () {
   const form = document.getElementById("upload-form");
   if (!form) return;
-  const input = document.getElementById("photo");
+  // Two inputs: the camera (capture) and the gallery/files; whichever was used last counts.
+  const inputs = [document.getElementById("photo"), document.getElementById("photo-file")];
+  let chosen = null;
   const nameEl = document.getElementById("photo-name");
   const errorEl = document.getElementById("upload-error");
   const progress = document.getElementById("progress");
@@ -20,17 +22,18 @@
     button.disabled = false;
   }
 
-  input.addEventListener("change", function () {
+  inputs.forEach(function (input) { input.addEventListener("change", function () {
     errorEl.hidden = true;
     const file = input.files[0];
     if (!file) return;
+    chosen = file;
     nameEl.textContent = file.name + " (" + (file.size / 1048576).toFixed(1) + " MB)";
     if (file.size > maxBytes) showError("This photo is " + (file.size / 1048576).toFixed(1) + " MB; the limit is " + Math.round(maxBytes / 1048576) + " MB. Send a smaller photo.");
-  });
+  }); });
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    const file = input.files[0];
+    const file = chosen;
     if (!file) { showError("Choose a photo (or take one) before pressing Score."); return; }
     if (file.size === 0) { showError("The chosen photo is empty (0 bytes). Choose it again or take a new one."); return; }
     if (file.size > maxBytes) { showError("This photo is too large (limit " + Math.round(maxBytes / 1048576) + " MB)."); return; }
@@ -61,6 +64,9 @@
       showError((body && body.error) || ("The server answered " + xhr.status + ". Try again."));
     };
     xhr.onerror = function () { showError("The upload failed (no connection, or the photo is too large). Try again."); };
-    xhr.send(new FormData(form));
+    const data = new FormData();
+    data.append("photo", file, file.name);
+    form.querySelectorAll('input[name="players"]:checked').forEach(function (box) { data.append("players", box.value); });
+    xhr.send(data);
   });
 })();
