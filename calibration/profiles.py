@@ -383,3 +383,20 @@ def load_profiles(paths: list[str | os.PathLike] | tuple[str | os.PathLike, ...]
         prof = load_profile(path)
         result = prof if result is None else result.merged(prof)
     return result
+
+
+def profile_from_setting(value: str | os.PathLike | dict | list | tuple | None) -> Profile | None:
+    """A profile from a configuration value (the web app's CASTELLAN_PROFILE, say).
+
+    Accepts None or "" (no profile), a path, several paths joined by os.pathsep (":" on Linux) or
+    given as a list (later ones win), or the profile itself as a dict. Raises ProfileError naming
+    the file and field, so a server refuses to start with a broken profile instead of ignoring it.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, dict):
+        return parse_profile(value, source="profile setting")
+    if isinstance(value, (list, tuple)):
+        return load_profiles(list(value))
+    paths = [p for p in str(value).split(os.pathsep) if p.strip()]
+    return load_profiles(paths)

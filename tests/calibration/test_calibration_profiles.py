@@ -133,3 +133,19 @@ def test_camera_profile_follows_the_photo_size_and_orientation():
     assert portrait.distortion[:2] == (0.1, -0.2)
     with pytest.raises(ProfileError, match="another aspect ratio"):
         cam.for_image_size(4000, 2250)
+
+
+def test_profile_from_a_configuration_setting(tmp_path: Path):
+    from calibration.profiles import profile_from_setting
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(GOOD))
+    b.write_text(json.dumps({"format": FORMAT, "camera": {"image_size": [100, 80], "focal_px": [90, 90],
+                                                          "principal_point_px": [50, 40]}}))
+    assert profile_from_setting(None) is None and profile_from_setting("  ") is None
+    assert profile_from_setting(str(a)).pieces is not None
+    both = profile_from_setting(f"{a}:{b}")
+    assert both.camera.image_size == (100, 80) and both.colours is not None
+    assert profile_from_setting(GOOD).camera.views == 6
+    with pytest.raises(ProfileError, match="no such profile file"):
+        profile_from_setting(str(tmp_path / "gone.json"))
