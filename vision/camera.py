@@ -124,3 +124,24 @@ class Camera:
         t_new = self.R[:, :2] @ o + self.t
         # Keep R orthonormal: divide by the scale and fold it into t.
         return Camera(self.K, R_new / s, t_new / s)
+
+    def adjusted(self, pivot: np.ndarray, tilt_x: float = 0.0, tilt_y: float = 0.0, focal_scale: float = 1.0) -> "Camera":
+        """A nearby camera that sees the table point `pivot` at the same pixel.
+
+        tilt_x / tilt_y turn the table about the pivot around the camera's x / y axes (radians);
+        focal_scale changes the focal length and moves the camera back by the same factor (a "dolly
+        zoom"), which keeps the castle's size and changes only the perspective. Used to refine a
+        pose from vanishing points against the photo.
+        """
+        P = np.asarray(pivot, float)
+        cx, sx, cy, sy = math.cos(tilt_x), math.sin(tilt_x), math.cos(tilt_y), math.sin(tilt_y)
+        Rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+        Ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+        R_new = Ry @ Rx @ self.R
+        Pc = self.R @ P + self.t
+        # The pivot's camera-frame position, pushed away along its ray by the focal scale.
+        t_new = focal_scale * Pc - R_new @ P
+        K = self.K.copy()
+        K[0, 0] *= focal_scale
+        K[1, 1] *= focal_scale
+        return Camera(K, R_new, t_new)

@@ -61,6 +61,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims) -> list[FoundKee
     for li, colour in enumerate(KEEP_COLOURS, start=1):
         m = (keep_label == li).astype(np.uint8)
         m = cv2.morphologyEx(m, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
         n, lab, stats, cents = cv2.connectedComponentsWithStats(m)
         for k in range(1, n):
             area = stats[k, cv2.CC_STAT_AREA]
@@ -99,6 +100,8 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims) -> list[FoundKee
             if best is None or best[0] < 0.3:
                 continue  # a coloured speck or a card, not a keep-shaped thing
             iou, double, at, poly, other = best
+            if not 0.35 <= area / max(1.0, cv2.contourArea(poly.astype(np.float32))) <= 1.8:
+                continue  # far bigger or smaller than a keep there would look: the box, a card
             conf = float(np.clip(iou, 0, 1) * np.clip((iou - other) / 0.15 + 0.5, 0, 1))
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
                                    (float(cents[k][0]), float(cents[k][1])), poly))

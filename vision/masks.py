@@ -29,6 +29,7 @@ class Masks:
     keep: np.ndarray  # bool: saturated keep-coloured pixels
     keep_label: np.ndarray  # uint8: 0 none, 1..4 index into KEEP_COLOURS + 1
     table_like: np.ndarray  # float 0..1: how much each pixel looks like the table
+    grey_soft: np.ndarray  # float 0..1: piece evidence; dark neutral pixels on a neutral table may be shadow
     brightness: float  # median V of the photo (0..255), for the "too dark" refusal
     contrast: float  # 0..1: how separable the grey plastic is from the table
 
@@ -66,21 +67,24 @@ def table_likelihood(lab: np.ndarray, sample: np.ndarray) -> np.ndarray:
 
 
 def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """BGR gains that make the least saturated bright candidates (the grey plastic) neutral."""
+    """BGR gains that make the candidates (non-table, not strongly coloured: the grey plastic) neutral.
+
+    The photo is usually white-balanced by the phone already, so the correction is limited to what a
+    warm lamp or cold daylight can leave over (gains within 0.75..1.33).
+    """
     img = bgr.astype(np.float32) + 1.0
     mx = img.max(axis=2)
-    s = (mx - img.min(axis=2)) / mx
-    sel = candidates & (mx > np.percentile(mx[candidates], 40) if candidates.any() else candidates) & (mx < 250)
-    if sel.sum() < 50:
+    if candidates.sum() < 200:
         return np.ones(3, np.float32)
-    thr = np.percentile(s[sel], 30)
-    ref = img[sel & (s <= thr)]
-    mean = np.median(ref, axis=0)
+    sel = candidates & (mx > np.percentile(mx[candidates], 50)) & (mx < 250)
+    if sel.sum() < 100:
+        return np.ones(3, np.float32)
+    mean = np.median(img[sel], axis=0)
     gains = mean.mean() / np.maximum(mean, 1.0)
-    return np.clip(gains, 0.6, 1.6).astype(np.float32)
+    return np.clip(gains, 0.75, 1.33).astype(np.float32)
 
 
-def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 30.0, table_thr: float = 0.08) -> Masks:
+def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08) -> Masks:
     small = bgr
     lab0 = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
@@ -88,7 +92,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     # White balance from pixels that are not table and not strongly coloured (the plastic).
     chroma0 = np.hypot(lab0[:, :, 1].astype(np.float32) - 128, lab0[:, :, 2].astype(np.float32) - 128)
     cand = (t_like < table_thr) & (chroma0 < 3 * chroma_grey) & (lab0[:, :, 0] > 60)
-    gains = white_balance_gains(small, cand) if cand.sum() > 200 else white_balance_gains(small, np.ones(cand.shape, bool))
+    gains = white_balance_gains(small, cand)
     bal = np.clip(small.astype(np.float32) * gains, 0, 255).astype(np.uint8)
     lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
     L = lab[:, :, 0].astype(np.float32)
@@ -102,7 +106,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
 
     hsv = cv2.cvtColor(bal, cv2.COLOR_BGR2HSV)
     hue = hsv[:, :, 0].astype(np.float32)
-    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 70) & (hsv[:, :, 2] > 40) & (t_like_bal < 2 * table_thr)
+    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 55) & (hsv[:, :, 2] > 25) & (t_like_bal < 2 * table_thr)
     label = np.zeros(hue.shape, np.uint8)
     if keep.any():
         d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in HUE_CENTRES.values()])
@@ -111,4 +115,11 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     # Contrast: how many neutral non-border pixels look like the table (a grey table hides grey pieces).
     inner_neutral = neutral & ~border & (L > 30)
     contrast = 1.0 - float(np.mean(t_like_bal[inner_neutral] >= table_thr)) if inner_neutral.any() else 0.0
-    return Masks(bal, gains, grey, keep, label, t_like_bal, float(np.median(hsv[:, :, 2])), contrast)
+    # On a neutral table a shadow is dark, neutral and unlike the lit table: just like a piece's shaded
+    # side. Such pixels count only weakly as piece evidence.
+    border_chroma = float(np.median(chroma[border]))
+    table_L = float(np.median(L[border]))
+    soft = grey.astype(np.float32)
+    if border_chroma < chroma_grey:
+        soft[grey & (L < 0.8 * table_L)] = 1.0  # (weighting these lower lost dark pieces on white tables)
+    return Masks(bal, gains, grey, keep, label, t_like_bal, soft, float(np.median(hsv[:, :, 2])), contrast)

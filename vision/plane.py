@@ -162,7 +162,19 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | No
             db /= np.linalg.norm(db)
             ortho = abs(float(da @ db))
             support = (vps[a][1] + vps[b][1]) / total
-            score = support - 2.0 * ortho
+            up = np.cross(da, db)
+            up /= max(1e-12, np.linalg.norm(up))
+            # The optical axis must look down onto the table at 20 degrees or more: a pair that
+            # includes the vertical edges' vanishing point gives a "table" seen edge-on.
+            elev = math.degrees(math.asin(min(1.0, abs(float(up[2])))))
+            score = support - 2.0 * ortho - (5.0 if elev < 20.0 else 0.0)
+            # A third family along the implied vertical confirms the pair.
+            for c in range(len(vps)):
+                if c not in (a, b):
+                    dc = np.linalg.solve(K, Ninv @ vps[c][0])
+                    dc /= np.linalg.norm(dc)
+                    if abs(float(dc @ up)) > 0.97:
+                        score += 0.3 * vps[c][1] / total
             if best is None or score > best[0]:
                 best = (score, da, db, K, ortho, support)
     if best is None:

@@ -168,6 +168,7 @@ class Fit:
     elements: list[Element]
     decision: Decision
     sites: list[tuple[int, int]]
+    adj: tuple[float, float, float] = (0.0, 0.0, 1.0)  # camera tilt x, tilt y, focal scale found by the search
 
 
 def candidate_sites(cam: Camera, mask: np.ndarray, margin: int = 1) -> list[tuple[int, int]]:
@@ -189,21 +190,22 @@ def _downscaled(cam: Camera, mask: np.ndarray, dont_care: np.ndarray | None, s: 
     """The mask and camera at scale s (pixel centres kept consistent with INTER_AREA resizing)."""
     h, w = mask.shape
     size = (max(1, int(round(w * s))), max(1, int(round(h * s))))
-    m = cv2.resize(mask.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.5
+    m = cv2.resize(mask.astype(np.float32), size, interpolation=cv2.INTER_AREA)
     d = None if dont_care is None else cv2.resize(dont_care.astype(np.float32), size, interpolation=cv2.INTER_AREA) > 0.5
     S = np.array([[s, 0, 0.5 * s - 0.5], [0, s, 0.5 * s - 0.5], [0, 0, 1.0]])
     return Camera(S @ cam.K, cam.R, cam.t), m, d
 
 
 def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
-    weight = np.where(mask, 1.0, -1.0).astype(np.float32)
+    """Per-pixel evidence: +1 certainly a piece, -1 certainly not; a soft mask (0..1) maps linearly."""
+    weight = (2.0 * mask.astype(np.float32) - 1.0) if mask.dtype != bool else np.where(mask, 1.0, -1.0).astype(np.float32)
     if dont_care is not None:
         weight[dont_care] = 0.0
     return weight.ravel()
 
 
 def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
-               *, prior: float = 0.05, search_scale: float = 0.5) -> Fit | None:
+               *, prior: float = 0.1, search_scale: float = 0.5, refine_pose: bool = True) -> Fit | None:
     """Refine the lattice and piece scale against the mask, then decide every site and edge.
 
     cam_table is the camera in table units; the lattice maps lattice steps to table units. The search
@@ -213,14 +215,19 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     cam_small, mask_small, dc_small = _downscaled(cam_table, mask, dont_care, search_scale)
     weight_small = _weights(mask_small, dc_small)
 
-    def evaluate(lat: Lattice, dims: Dims, init_sites=None, cam_t=cam_small, m=mask_small, weight=weight_small):
+    adj0 = (0.0, 0.0, 1.0)
+
+    def evaluate(lat: Lattice, dims: Dims, init_sites=None, cam_t=cam_small, m=mask_small, weight=weight_small, adj=adj0):
         cam = cam_t.with_table_frame(lat.affine())
-        sites = init_sites if init_sites is not None else candidate_sites(cam, m)
+        sites = init_sites if init_sites is not None else candidate_sites(cam, m > 0.5)
+        if sites and adj != adj0:
+            pivot = np.r_[np.mean(np.array(sites, float), axis=0), 0.0]
+            cam = cam.adjusted(pivot, *adj)
         if not sites:
             return None
         els = build_elements(cam, m.shape, sites, dims)
         dec = icm(els, weight, prior=prior)
-        return Fit(lat, cam, dims, els, dec, sites)
+        return Fit(lat, cam, dims, els, dec, sites, adj)
 
     best = evaluate(lattice, Dims())
     if best is None:
@@ -234,13 +241,27 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         [("d", (0.0, dy)) for dy in (-0.06, 0.06)],
         [("p", f) for f in (0.97, 1.03)],
         [("a", a) for a in (-0.012, 0.012)],
-        [("s", (s, hh)) for s, hh in ((0.87, 0.87), (1.13, 1.13), (0.87, 1.13), (1.13, 0.87))],
+        [("s", (s, hh)) for s, hh in ((0.93, 0.93), (1.07, 1.07), (1.0, 0.9), (1.0, 1.1))],
     ]
+    if refine_pose:
+        # A pose from vanishing points is a few degrees off; let the photo correct it, then re-centre.
+        steps += [
+            [("t", (dx, 0.0, 1.0)) for dx in (-0.07, -0.035, 0.035, 0.07)],
+            [("t", (0.0, dy, 1.0)) for dy in (-0.07, -0.035, 0.035, 0.07)],
+            [("t", (0.0, 0.0, f)) for f in (0.82, 1.2)],
+            [("d", (dx, 0.0)) for dx in (-0.08, 0.08)],
+            [("d", (0.0, dy)) for dy in (-0.08, 0.08)],
+            [("p", f) for f in (0.97, 1.03)],
+            [("t", (dx, 0.0, 1.0)) for dx in (-0.02, 0.02)],
+            [("t", (0.0, dy, 1.0)) for dy in (-0.02, 0.02)],
+        ]
     for group in steps:
         cand_best = best
         for kind, val in group:
-            lat, dims = best.lattice, best.dims
-            if kind == "d":
+            lat, dims, adj = best.lattice, best.dims, best.adj
+            if kind == "t":
+                adj = (adj[0] + val[0], adj[1] + val[1], adj[2] * val[2])
+            elif kind == "d":
                 lat = lat.moved(d_ij=val)
             elif kind == "p":
                 lat = lat.moved(pitch_factor=val)
@@ -248,9 +269,10 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
                 lat = lat.moved(d_angle=val)
             else:
                 dims = Dims().scaled(*val)
-            f = evaluate(lat, dims, init_sites=best.sites)
+            f = evaluate(lat, dims, init_sites=best.sites, adj=adj)
             if f is not None and f.decision.score > cand_best.decision.score:
                 cand_best = f
         best = cand_best
     # Final decisions at full resolution, on the full candidate range for the refined lattice.
-    return evaluate(best.lattice, best.dims, cam_t=cam_table, m=mask, weight=_weights(mask, dont_care))
+    return evaluate(best.lattice, best.dims, init_sites=best.sites, cam_t=cam_table, m=mask,
+                    weight=_weights(mask, dont_care), adj=best.adj)
