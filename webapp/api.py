@@ -35,7 +35,8 @@ def _stored_response(outcome: service.Outcome, status: int = 201):
     adj = outcome.adjudication
     body = dict(adj.result or {})
     body.update(id=adj.id, url=url_for("pages.result", adj_id=adj.id, _external=True),
-                edit_token=adj.edit_token)
+                edit_token=adj.edit_token,
+                edit_url=url_for("pages.result", adj_id=adj.id, edit=adj.edit_token, _external=True))
     if adj.reading and adj.reading.get("source") != "castellan/1":
         body["reading"] = adj.reading
     body["images"] = {role: url_for("pages.image", adj_id=adj.id, role=role, _external=True)

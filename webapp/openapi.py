@@ -58,6 +58,8 @@ _stored = {
             "id": {"type": "string"},
             "url": {"type": "string", "format": "uri", "description": "shareable link to the result page"},
             "edit_token": {"type": "string", "description": "send as X-Edit-Token to correct this castle"},
+            "edit_url": {"type": "string", "format": "uri",
+                         "description": "open in a browser to correct the castle on the lattice (keep it private)"},
             "reading": {"type": "object", "description": "what the photo reader measured: confidence, "
                                                          "refusal, timings, self-check findings"},
             "images": {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}},

@@ -100,6 +100,12 @@ def _adjudication_or_404(adj_id: str):
 @bp.get("/a/<adj_id>")
 def result(adj_id: str):
     adj = _adjudication_or_404(adj_id)
+    token = request.args.get("edit")
+    if token is not None:
+        # The API's edit_url: whoever holds the edit token may correct this in their browser too.
+        if service.can_edit(adj, token, None):
+            service.remember_ownership(adj)
+        return redirect(url_for("pages.result", adj_id=adj.id), code=303)
     share_url = url_for("pages.result", adj_id=adj.id, _external=True)
     if adj.kind == "move":
         return render_template("move.html", adj=adj, share_url=share_url)

@@ -232,3 +232,14 @@ def test_a_heic_photo_is_shown_as_jpeg_and_kept_as_sent(client, store):
     assert client.get(f"/a/{adj.id}/image/photo?original=1").data == heic
     html = client.get(f"/a/{adj.id}").get_data(as_text=True)
     assert "Take the photo from higher up." in html  # the reader's advice, as a sentence
+
+
+def test_the_api_edit_url_gives_a_browser_the_correction_tools(app):
+    api_client, browser = app.test_client(), app.test_client()
+    created = api_client.post("/api/score", json=SMALL_CASTLE).get_json()
+    assert 'data-tool="wall"' not in browser.get(f"/a/{created['id']}").get_data(as_text=True)
+    assert browser.get(f"/a/{created['id']}?edit=wrong").status_code == 303
+    assert 'data-tool="wall"' not in browser.get(f"/a/{created['id']}").get_data(as_text=True)
+    r = browser.get(created["edit_url"])
+    assert r.status_code == 303 and "edit=" not in r.headers["Location"]
+    assert 'data-tool="wall"' in browser.get(f"/a/{created['id']}").get_data(as_text=True)
