@@ -50,8 +50,12 @@ def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> 
     return float(inter) / max(1, union)
 
 
-def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims) -> list[FoundKeep]:
-    """Keeps in the photo (cam in lattice units; dims gives the fitted piece scale)."""
+def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None) -> list[FoundKeep]:
+    """Keeps in the photo (cam in lattice units; dims gives the fitted piece scale).
+
+    `ground` marks table and grey-piece pixels: a keep stands on the table or in the castle, so a
+    coloured blob surrounded by something else (the game box's print, a card) is not a keep.
+    """
     size = dims.tower_half / (11.0 / 54)
     height = dims.tower_h / (42.0 / 54)
     half, h1 = KEEP_HALF * size, KEEP_H * height
@@ -68,6 +72,20 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims) -> list[FoundKee
             if area < 12:
                 continue
             blob = lab == k
+            # A keep's blob is compact; a card's coloured border or the box's print is not.
+            cnts, _ = cv2.findContours(blob.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            hull_area = cv2.contourArea(cv2.convexHull(max(cnts, key=cv2.contourArea)))
+            if hull_area <= 0 or area / hull_area < 0.6:
+                continue
+            if ground is not None:
+                x, y, bw, bh = stats[k, :4]
+                pad = 8
+                ys0, xs0 = max(0, y - pad), max(0, x - pad)
+                sub = blob[ys0:y + bh + pad, xs0:x + bw + pad].astype(np.uint8)
+                ring = cv2.dilate(sub, np.ones((9, 9), np.uint8)) & ~cv2.dilate(sub, np.ones((3, 3), np.uint8))
+                ring = ring.astype(bool) & ~(keep_label[ys0:y + bh + pad, xs0:x + bw + pad] > 0)
+                if ring.any() and ground[ys0:y + bh + pad, xs0:x + bw + pad][ring].mean() < 0.5:
+                    continue
             # Keeps stand at any angle and anywhere in their courtyard: search position and yaw for
             # each height hypothesis; the better best-IoU decides single or double.
             per_h = {}

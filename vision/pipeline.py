@@ -408,7 +408,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                     weight[dont_care] = 0.0
     if fit is not None:
         with timer.stage("keeps"):
-            keeps = find_keeps(fit.cam, masks.keep_label, fit.dims)
+            keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey)
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
             castle, _ = build_castle(fit, keeps)
