@@ -43,6 +43,7 @@ class Outcome:
     detail: str = ""
     adj_id: str | None = None
     extra: dict = field(default_factory=dict)
+    started: float = 0.0
 
 
 def free_port() -> int:
@@ -227,12 +228,14 @@ def main(argv: list[str] | None = None) -> int:
             jobs.insert(min(len(jobs), i * (step + 1)), ("photo",) + job)
 
         def run(job: tuple) -> None:
+            begin = time.perf_counter()
             if time.time() > deadline:
                 outcome = Outcome(job[0], False, 0.0, 0, "not sent: time limit reached")
             elif job[0] == "castle":
                 outcome = score_castle_request(base, job[1], job[2], per_request_timeout)
             else:
                 outcome = photo_request(base, job[1], job[2], job[3], per_request_timeout)
+            outcome.started = begin
             with lock:
                 outcomes.append(outcome)
 
@@ -268,9 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     for label, group in (("castle scoring", castles_out), ("photo upload", photos_out)):
         lat = [o.seconds for o in group]
         good = sum(o.ok for o in group)
+        window = (max((o.started + o.seconds for o in group), default=0)
+                  - min((o.started for o in group), default=0)) or float("nan")
         print(f"  {label:15s} {len(group):4d} sent, {good:4d} answered correctly, "
               f"latency p50 {percentile(lat, 0.5) * 1000:7.0f} ms, p95 {percentile(lat, 0.95) * 1000:7.0f} ms, "
-              f"max {max(lat, default=0) * 1000:7.0f} ms")
+              f"max {max(lat, default=0) * 1000:7.0f} ms; {len(group) / window:5.1f} per second "
+              f"over the {window:.1f} s they were in flight")
     read = sum(o.extra.get("read", False) for o in photos_out)
     refused = sum(o.extra.get("refused", False) for o in photos_out)
     truthful = [o.extra["matches_truth"] for o in photos_out if "matches_truth" in o.extra]
