@@ -16,7 +16,6 @@ import io
 import json
 import os
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -173,7 +172,7 @@ def photo_request(base: str, name: str, data: bytes, truth: dict | None, timeout
     return Outcome("photo", ok, seconds, status, "" if ok else str(body)[:200], body.get("id"), extra)
 
 
-def start_server(database: Path, port: int) -> subprocess.Popen:
+def start_server(database: str, port: int) -> subprocess.Popen:
     env = dict(os.environ, CASTELLAN_SECRET_KEY="load-test")
     proc = subprocess.Popen([sys.executable, "-m", "castellan.cli", "serve", "--host", HOST, "--port", str(port),
                              "--database", str(database), "--threads", "8"],
@@ -204,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--photos", type=int, default=20)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--time-limit", type=float, default=600, help="stop sending after this many seconds")
+    parser.add_argument("--database", metavar="URL",
+                        help="an empty database to use (e.g. postgresql://...); default a throwaway SQLite file")
     parser.add_argument("--photos-from", type=Path, default=ROOT / "sample_photos",
                         help="folder of photos (with ground-truth JSON beside them); default sample_photos/")
     args = parser.parse_args(argv)
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     castle_jobs = castles(args.castles)
     photo_jobs = photos(args.photos, args.photos_from)
     with tempfile.TemporaryDirectory(prefix="castellan-load-") as tmp:
-        database = Path(tmp) / "load.sqlite3"
+        database = args.database or str(Path(tmp) / "load.sqlite3")
         port = free_port()
         server = start_server(database, port)
         base = f"http://{HOST}:{port}"
@@ -258,9 +259,12 @@ def main(argv: list[str] | None = None) -> int:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 server.kill()
-        with sqlite3.connect(database) as conn:
-            stored = conn.execute("SELECT COUNT(*) FROM adjudications").fetchone()[0]
-            stored_photos = conn.execute("SELECT COUNT(*) FROM images WHERE role = 'photo'").fetchone()[0]
+        from webapp.storage import open_storage
+
+        storage = open_storage(database)
+        stored, stored_images = storage.count(), storage.count_images()
+        stored_photos = sum(1 for o in outcomes if o.kind == "photo" and o.adj_id
+                            and storage.image(o.adj_id, "photo") is not None)
 
     castles_out = [o for o in outcomes if o.kind == "castle"]
     photos_out = [o for o in outcomes if o.kind == "photo"]
@@ -282,12 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     truthful = [o.extra["matches_truth"] for o in photos_out if "matches_truth" in o.extra]
     print(f"  photos: {read} read and scored, {refused} refused with advice"
           + (f", {sum(truthful)}/{len(truthful)} scores equal to the ground truth" if truthful else ""))
-    print(f"  stored: {stored} adjudications ({stored_photos} photos) for {len(ids)} returned ids; "
+    print(f"  stored: {stored} adjudications, {stored_images} images ({stored_photos} of the uploaded photos) "
+          f"for {len(ids)} returned ids; "
           f"{len(missing)} links not found")
     print(f"  errors (5xx or connection): {len(errors)}; wrong answers: {len(failed)}")
     for o in failed[:5]:
         print(f"    {o.kind} status {o.status}: {o.detail}")
-    lost = len(missing) + abs(stored - len(ids))
+    photo_ids = sum(1 for o in photos_out if o.adj_id)
+    lost = len(missing) + abs(stored - len(ids)) + (photo_ids - stored_photos)
     ok = not failed and not errors and lost == 0
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
