@@ -81,17 +81,16 @@ def _period_and_phase(profile: np.ndarray, min_period: float, max_period: float)
     basis = np.exp(-2j * np.pi * n[None, :] / periods[:, None])
     amps = basis @ p
     strength = np.abs(amps) / energy
-    # A sub-harmonic (2x the true period) also fits peaks well; take the shortest period whose strength
-    # is close to the best, as the lattice pitch is the shortest repeat.
+    # A sub-harmonic (2x the true period) fits a castle's long walls well too, and an oblique view's
+    # smear weakens the fundamental: prefer half the best period when it is nearly as strong.
     best = int(np.argmax(strength))
-    good = np.nonzero(strength >= 0.8 * strength[best])[0]
-    # Among good periods, pick the local maximum with the smallest period.
     chosen = best
-    for idx in good:
-        lo, hi = max(0, idx - 1), min(len(periods) - 1, idx + 1)
-        if strength[idx] >= strength[lo] and strength[idx] >= strength[hi]:
-            chosen = int(idx)
-            break
+    half = int(np.argmin(np.abs(periods - periods[best] / 2)))
+    if abs(periods[half] - periods[best] / 2) < 0.03 * periods[best]:
+        lo, hi = max(0, half - 3), min(len(periods), half + 4)
+        local = lo + int(np.argmax(strength[lo:hi]))
+        if strength[local] >= 0.6 * strength[best]:
+            chosen = local
     period = float(periods[chosen])
     phase = float((-np.angle(amps[chosen]) / (2 * np.pi) * period) % period)
     return period, phase, float(strength[chosen])

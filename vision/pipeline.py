@@ -19,7 +19,7 @@ import numpy as np
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import FoundKeep, find_keeps
-from vision.lattice import Lattice, fit_lattice
+from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
 from vision.plane import TablePose, pose_from_castle, pose_from_mat
@@ -124,11 +124,32 @@ def top_view(mask: np.ndarray, cam: Camera, z: float, size: int = 640) -> tuple[
     return top, ppu, (float(lo[0]), float(lo[1]))
 
 
-def table_pose(photo: DecodedPhoto, region: np.ndarray) -> TablePose | None:
+def table_pose(photo: DecodedPhoto, grey: np.ndarray) -> TablePose | None:
     pose = pose_from_mat(photo.bgr, photo.focal_px)
     if pose is not None:
         return pose
-    return pose_from_castle(photo.bgr, region, photo.focal_px)
+    # Line segments only along the pieces' outlines: wood grain or a cloth's weave inside the
+    # courtyards would otherwise add vanishing points of their own.
+    # Both the outline band and the whole castle region are tried; the pose whose top view shows the
+    # clearest pair of orthogonal wall directions wins (a wrong pose shears the lattice).
+    k = np.ones((5, 5), np.uint8)
+    g = grey.astype(np.uint8)
+    band = (cv2.dilate(g, k) - cv2.erode(g, k)).astype(bool)
+    region = cv2.dilate(g, np.ones((15, 15), np.uint8)).astype(bool)
+    best, best_q = None, -1.0
+    for area in (band, region):
+        pose = pose_from_castle(photo.bgr, area, photo.focal_px)
+        if pose is None:
+            continue
+        tv = top_view(grey, pose.camera, 0.0, size=400)
+        if tv is None:
+            continue
+        _, clarity = dominant_axis_angle(tv[0])
+        if clarity > best_q:
+            best, best_q = pose, clarity
+    if best is not None:
+        best.quality = min(best.quality, float(np.clip(best_q / 0.5, 0, 1)))
+    return best
 
 
 def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
@@ -237,6 +258,18 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
                           "message": f"the photo barely shows whether a {what} stands at {list(el.key)}; read as "
                                      f"{'present' if fit.decision.active[i] else 'absent'} because the rules allow only that"})
     return notes
+
+
+def _plausibility(fit: Fit) -> float:
+    """1 for a castle the rules allow, less the more of its pieces break them (G1-G6, counts)."""
+    from scoring import score_castle
+
+    castle, _ = build_castle(fit, [])
+    n = len(castle.towers) + len(castle.walls)
+    if n == 0:
+        return 0.0
+    bad = sum(1 for f in score_castle(castle).findings if f.severity == "violation")
+    return float(max(0.05, 1.0 - 2.0 * bad / n))
 
 
 @dataclass
@@ -388,7 +421,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     rule_notes: list[dict] = []
     if masks.brightness >= 40 and region.any():
         with timer.stage("table_plane"):
-            pose = table_pose(photo, region)
+            pose = table_pose(photo, grey)
         if pose is not None:
             with timer.stage("lattice"):
                 lattice = lattice_from_pose(pose, grey)
@@ -403,7 +436,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                 with timer.stage("pieces"):
                     dont_care = masks.keep
                     soft = masks.grey_soft * region
-                    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=pose.source != "mat")
+                    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True, plausibility=_plausibility)
                     weight = 2.0 * soft - 1.0
                     weight[dont_care] = 0.0
     if fit is not None:
