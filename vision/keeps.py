@@ -17,6 +17,9 @@ from vision.reconstruct import Dims
 
 KEEP_HALF = 8.0 / 54
 KEEP_H = 22.0 / 54
+# Pixels between where a single and a Double Keep's top would be seen: below this, the photo cannot
+# show which one it is.
+MIN_LEAN_PX = 6.0
 
 
 @dataclass
@@ -120,7 +123,11 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             iou, double, at, poly, other = best
             if not 0.35 <= area / max(1.0, cv2.contourArea(poly.astype(np.float32))) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
-            conf = float(np.clip(iou, 0, 1) * np.clip((iou - other) / 0.15 + 0.5, 0, 1))
+            conf = float(np.clip(iou / 0.6, 0, 1) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))
+            # Seen from straight above, a Double Keep differs from a single one only by how far its top
+            # leans; where that difference is a few pixels the height cannot be told, so say so.
+            lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
+            conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
                                    (float(cents[k][0]), float(cents[k][1])), poly))
     return found

@@ -81,16 +81,10 @@ def _period_and_phase(profile: np.ndarray, min_period: float, max_period: float)
     basis = np.exp(-2j * np.pi * n[None, :] / periods[:, None])
     amps = basis @ p
     strength = np.abs(amps) / energy
-    # A sub-harmonic (2x the true period) fits a castle's long walls well too, and an oblique view's
-    # smear weakens the fundamental: prefer half the best period when it is nearly as strong.
-    best = int(np.argmax(strength))
-    chosen = best
-    half = int(np.argmin(np.abs(periods - periods[best] / 2)))
-    if abs(periods[half] - periods[best] / 2) < 0.03 * periods[best]:
-        lo, hi = max(0, half - 3), min(len(periods), half + 4)
-        local = lo + int(np.argmax(strength[lo:hi]))
-        if strength[local] >= 0.6 * strength[best]:
-            chosen = local
+    # The strongest period is the pitch. (Preferring half of it when nearly as strong rescued some
+    # oblique views but broke more top-down ones on the development renders; the reconstruction also
+    # tries twice the pitch against the photo.)
+    chosen = int(np.argmax(strength))
     period = float(periods[chosen])
     phase = float((-np.angle(amps[chosen]) / (2 * np.pi) * period) % period)
     return period, phase, float(strength[chosen])

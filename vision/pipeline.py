@@ -260,16 +260,42 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     return notes
 
 
-def _plausibility(fit: Fit) -> float:
-    """1 for a castle the rules allow, less the more of its pieces break them (G1-G6, counts)."""
-    from scoring import score_castle
+# One box: 32 towers, 30 short and 26 long walls, i.e. 114 unit lattice elements (a long wall covers 2).
+ELEMENTS_PER_SET = 32 + 30 + 2 * 26
 
-    castle, _ = build_castle(fit, [])
-    n = len(castle.towers) + len(castle.walls)
-    if n == 0:
-        return 0.0
-    bad = sum(1 for f in score_castle(castle).findings if f.severity == "violation")
-    return float(max(0.05, 1.0 - 2.0 * bad / n))
+
+def keep_colours_in_view(keep_label: np.ndarray, min_area: int = 12) -> int:
+    """How many keep colours show at least two keep-sized blobs (the players, hence the sets in play)."""
+    n = 0
+    for li in range(1, 5):
+        m = (keep_label == li).astype(np.uint8)
+        k, _, stats, _ = cv2.connectedComponentsWithStats(m)
+        n += int(np.sum(stats[1:, cv2.CC_STAT_AREA] >= min_area) >= 2)
+    return n
+
+
+def make_plausibility(sets: int):
+    """Plausibility 0..1 of a candidate reading: few rule violations, and about the pieces of `sets` boxes.
+
+    A finished game uses every grey piece, so a lattice of half or a third of the true pitch (which can
+    explain the pixels about as well) gives far too many pieces and is told apart by this.
+    """
+    expected = ELEMENTS_PER_SET * sets
+
+    def plausibility(fit: Fit) -> float:
+        from scoring import score_castle
+
+        castle, _ = build_castle(fit, [])
+        n = len(castle.towers) + len(castle.walls)
+        if n == 0:
+            return 0.0
+        bad = sum(1 for f in score_castle(castle).findings if f.severity == "violation")
+        rules = max(0.05, 1.0 - 2.0 * bad / n)
+        n_el = int(fit.decision.active.sum())
+        count = math.exp(-2.0 * abs(math.log(max(1, n_el) / expected)))
+        return float(rules * count)
+
+    return plausibility
 
 
 @dataclass
@@ -341,6 +367,11 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         for v in violations:
             findings.append(v.to_json())
         f["rules"] = 1.0 if not violations else 0.3
+        # A finished game uses every grey piece of its sets: a reading that passes every rule with the
+        # exact piece counts is strong evidence that the weakly seen pieces were decided right.
+        counts_exact = not any(x.rule == "components" for x in score.findings)
+        if not violations and counts_exact:
+            f["pieces"] = max(f["pieces"], 0.85)
     conf = float(np.prod(list(f.values())))
     refusal = None
     if conf < CONFIDENCE_THRESHOLD:
@@ -436,7 +467,9 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                 with timer.stage("pieces"):
                     dont_care = masks.keep
                     soft = masks.grey_soft * region
-                    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True, plausibility=_plausibility)
+                    sets = 1 if keep_colours_in_view(masks.keep_label) <= 2 else 2
+                    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
+                                     plausibility=make_plausibility(sets))
                     weight = 2.0 * soft - 1.0
                     weight[dont_care] = 0.0
     if fit is not None:

@@ -236,8 +236,8 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
 
     # The spectrum of a top view can peak at half the true pitch (a harmonic); let the synthesis decide.
     best, best_key = None, 0.0
-    for factor, offsets in ((1.0, ((0.0, 0.0),)), (0.78, ((0.0, 0.0),)), (0.88, ((0.0, 0.0),)), (1.13, ((0.0, 0.0),)),
-                            (1.28, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),))):
+    quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
+    for factor, offsets in ((1.0, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),)), (0.5, quarter), (1 / 3, quarter)):
         for off in offsets:
             lat = lattice.moved(pitch_factor=factor).moved(d_ij=off)
             f = evaluate(lat, Dims())
