@@ -35,10 +35,11 @@ def develop(linear_rgb: np.ndarray, cond: Conditions, rng: np.random.Generator) 
     centre = lum[h // 6: h - h // 6, w // 6: w - w // 6]
     key = float(np.exp(np.mean(np.log(centre + 1e-4))))
     scale = 0.2 * 2.0 ** cond.exposure_bias / max(key, 1e-6)
-    # Keep the brightest 0.5 % from clipping hard (phones expose for highlights with HDR).
-    p995 = float(np.percentile(lum, 99.5)) * scale
-    if p995 > 1.6:
-        scale *= 1.6 / p995
+    # Keep the brightest 1 % from clipping (phones protect highlights: light pieces on a dark cloth
+    # stay grey, not white), by at most 1.5 stops.
+    p99 = float(np.percentile(lum, 99.0)) * scale
+    if p99 > 0.9:
+        scale *= max(0.9 / p99, 2.0 ** -1.5)
     img *= scale
 
     # Lens vignetting (cos^4-like fall-off, partly corrected by the phone).

@@ -122,6 +122,27 @@ def _mesh(mi: Any, name: str, mesh: g.Mesh, bsdf: Any) -> Any:
 # Lights
 
 
+def _keep_lights_out_of_view(cond: Conditions, camera: Camera, centre: np.ndarray) -> None:
+    """Move lamps, windows and ceiling panels out of the frame: turn them about the castle, then lower
+    them and move them further out. A glowing shape floating over the table is not a photo anyone
+    takes, and it would wreck the exposure."""
+    f = camera.K[0, 0]
+    for light in cond.lights:
+        if light.kind not in ("lamp", "window", "ceiling"):
+            continue
+        for step in range(40):
+            e, a = np.radians(light.elevation_deg), np.radians(light.azimuth_deg)
+            pos = centre + light.distance_mm * np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+            (u, v), depth = (x[0] for x in camera.project(pos[None, :]))
+            reach = f * light.size_mm / max(depth, 1.0) + 0.05 * camera.width
+            if depth <= 0 or not (-reach < u < camera.width + reach and -reach < v < camera.height + reach):
+                break
+            light.azimuth_deg = (light.azimuth_deg + 25.0) % 360.0
+            if step % 14 == 13:  # a full turn did not help: lower it and move it further out
+                light.elevation_deg = max(15.0, light.elevation_deg - 12.0)
+                light.distance_mm *= 1.3
+
+
 def _light_dicts(mi: Any, cond: Conditions, camera: Camera, centre: np.ndarray) -> dict[str, dict]:
     """Emitters scaled so that each light's direct illuminance at the castle centre is its weight."""
     out: dict[str, dict] = {}
@@ -300,6 +321,7 @@ def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 120
     target = layout.castle_centre + np.array([cond.target_offset[0] * size, cond.target_offset[1] * size, 0])
     camera = fit_camera(layout.castle_points, target, width, height, cond.focal_mm, cond.elevation_deg,
                         cond.azimuth_deg, cond.roll_deg, cond.margin)
+    _keep_lights_out_of_view(cond, camera, layout.castle_centre)
     scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
     timings["scene_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
