@@ -64,6 +64,7 @@ class PieceFit:
     lab: tuple[float, float, float] | None = None
     colour: str | None = None
     outline_mm: np.ndarray | None = None
+    evidence: "_Evidence | None" = None  # set when a shadow made the outline unusable
 
 
 @dataclass
@@ -126,7 +127,12 @@ def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: n
     d_col = np.max(np.abs(e - e.mean(axis=2, keepdims=True)), axis=2) * COLOUR_WEIGHT
     d = np.maximum(d_lum, d_col)
     d[~valid] = 0
-    return d, white
+    # What a shadow looks like: darker than the paper, no change of colour, on the white of the
+    # print (on black ink a shadow hardly shows). Grey plastic on white looks the same, so such
+    # pixels are evidence of nothing; pieces are found from the rest.
+    lum_diff = (rect - expected).mean(axis=2) / span.mean(axis=2)
+    shadow_like = (t01 > 0.6) & (lum_diff < -DIFF_THRESHOLD) & (d_col < DIFF_THRESHOLD)
+    return d, white, shadow_like
 
 
 def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
@@ -220,6 +226,108 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
     return p, float(iou)
 
 
+# Share of the surely-not-piece pixels near a piece that its fitted outline may cover before the
+# outline is taken to include a shadow (synthetic views: at most 0.034 without shadows, 0.12 and
+# more for pieces whose shadow joined them).
+SHADOW_VIOLATION = 0.08
+
+
+@dataclass
+class _Evidence:
+    piece_mm: np.ndarray  # (N, 2) centres of pixels that are this piece for sure
+    background_mm: np.ndarray  # (M, 2) centres of pixels that are surely not a piece
+    unknown_mm: np.ndarray  # (U, 2) pixels that may be either (grey on white, shadows)
+
+    @classmethod
+    def from_window(cls, piece_px, background_px, labels, label, box, limit: int = 800) -> "_Evidence":
+        r0, r1, c0, c1 = box
+        lab = labels[r0:r1, c0:c1]
+        other = (lab != 0) & (lab != label)
+        # Other pieces in the window are neither evidence for nor against this one.
+        other = cv2.dilate(other.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0
+        own = ndimage.binary_dilation(lab == label, iterations=int(2 * RECT_PX_PER_MM))
+        pc = piece_px[r0:r1, c0:c1] & ~other & own
+        bg = background_px[r0:r1, c0:c1] & ~other
+        un = ~pc & ~bg & ~other & own
+        rng = np.random.default_rng(0)
+
+        def pts(m, keep_edge: bool):
+            if keep_edge:
+                # Only pixels near the piece's border say where the border is.
+                near = ndimage.binary_dilation(lab == label, iterations=int(2 * RECT_PX_PER_MM)) & \
+                    ~ndimage.binary_erosion(lab == label, iterations=int(2 * RECT_PX_PER_MM))
+                m = m & near
+            ys, xs = np.nonzero(m)
+            p = (np.column_stack([xs + c0, ys + r0]) + 0.5) / RECT_PX_PER_MM
+            if len(p) > limit:
+                p = p[rng.choice(len(p), limit, replace=False)]
+            return p
+
+        return cls(pts(pc, True), pts(bg, True), pts(un, False))
+
+    def violation(self, hull: Polygon) -> float:
+        """Share of the background pixels lying more than half a millimetre inside `hull`."""
+        if len(self.background_mm) == 0:
+            return 0.0
+        poly = np.asarray(hull.exterior.coords)[:-1]
+        return float(np.mean(_boundary_distance(self.background_mm, poly) < -0.5))
+
+
+UNKNOWN_WEIGHT = 0.05
+
+
+def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
+                  start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None
+                  ) -> tuple[np.ndarray, float]:
+    """Fit the projected box to pixel evidence: it must cover the pixels that are surely piece,
+    must not cover those surely not, and covers undecided ones (grey on white, shadows) only as
+    far as the rest requires."""
+
+    def expand(q):
+        return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
+
+    def residuals(q):
+        corners = _box_corners(expand(q), nadir, cam_z)
+        idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
+        hull = corners[idx]
+        r = [np.maximum(_boundary_distance(ev.piece_mm, hull), 0) if len(ev.piece_mm) else np.zeros(0),
+             np.maximum(-_boundary_distance(ev.background_mm, hull), 0) if len(ev.background_mm) else np.zeros(0),
+             UNKNOWN_WEIGHT * np.maximum(-_boundary_distance(ev.unknown_mm, hull), 0) if len(ev.unknown_mm) else np.zeros(0)]
+        r = np.concatenate(r)
+        if height_prior is not None:
+            h0, sigma = height_prior
+            r = np.append(r, 0.1 * math.sqrt(max(len(ev.piece_mm), 1) / 4) * (q[-1] - h0) / sigma)
+        return r
+
+    starts = []
+    if start is not None:
+        starts.append(start)
+    else:
+        (cx, cy), (w0, h0), ang = cv2.minAreaRect(np.asarray(outline.exterior.coords, np.float32))
+        for height in (15.0, 35.0):
+            k = cam_z / (cam_z - height)
+            for theta, (ln, wd) in ((math.radians(ang), (w0, h0)), (math.radians(ang) + math.pi / 2, (h0, w0))):
+                starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
+    lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
+    hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    if square:
+        lo, hi = lo[:4] + lo[5:], hi[:4] + hi[5:]
+    best = None
+    for s0 in starts:
+        q0 = np.array([s0[0], s0[1], s0[2], (s0[3] + s0[4]) / 2, s0[5]]) if square else s0.copy()
+        q0 = np.clip(q0, [b + 1e-6 for b in lo], [b - 1e-6 for b in hi])
+        res = optimize.least_squares(residuals, q0, bounds=(lo, hi), x_scale=[1, 1, 0.05] + [1] * (len(q0) - 3),
+                                     diff_step=1e-3, max_nfev=60 * len(q0))
+        if best is None or res.cost < best.cost:
+            best = res
+    p = expand(best.x)
+    if p[4] > p[3]:
+        p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
+    hull = _hull(p, nadir, cam_z)
+    inter = hull.intersection(outline).area
+    return p, float(inter / (hull.area + outline.area - inter))
+
+
 def _subpixel_outline(d: np.ndarray, comp: np.ndarray) -> np.ndarray | None:
     """The piece's outline at half coverage, in rectified pixels (x, y).
 
@@ -304,9 +412,13 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     # size of one photo pixel).
     sigma = max(0.5, 0.6 * ppm / det.px_per_mm)
     t01 = cv2.GaussianBlur(template.astype(np.float32) / 255.0, (0, 0), sigma)
-    d, _ = _difference(rect, t01, valid, np.zeros_like(valid))
+    d, _, _ = _difference(rect, t01, valid, np.zeros_like(valid))
     first = d > DIFF_THRESHOLD
-    d, white = _difference(rect, t01, valid, cv2.dilate(first.astype(np.uint8), np.ones((int(6 * ppm),) * 2, np.uint8)) > 0)
+    d, white, shadow_like = _difference(rect, t01, valid,
+                                        cv2.dilate(first.astype(np.uint8), np.ones((int(6 * ppm),) * 2, np.uint8)) > 0)
+    edges = cv2.morphologyEx((template > 127).astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
+    piece_px = (d > DIFF_THRESHOLD) & ~shadow_like
+    background_px = (d < 0.5 * DIFF_THRESHOLD) & valid & ~edges
     mask = d > DIFF_THRESHOLD
     disk = lambda r: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))  # noqa: E731
     # First bridge the pixel-wide lines where a piece crosses a square's edge (there the print
@@ -328,6 +440,11 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
         if region.area < MIN_PIECE_AREA_MM2 * ppm * ppm:
             continue
         comp = labels == region.label
+        if piece_px[comp].mean() < 0.25:
+            # Almost all of it is "darker on white, same colour": a shadow with no piece in it
+            # (pieces on the squares always cover some black ink, which shows them).
+            notes.append(f"ignored a shadow at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm")
+            continue
         if (comp & ~ndimage.binary_erosion(valid, iterations=2)).any():
             notes.append(f"a piece at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm "
                          "touches the edge of the mat and was not measured")
@@ -353,9 +470,16 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
         chroma = float(np.median(np.hypot(win[..., 1], win[..., 2])[inner])) if inner.any() else 0.0
         is_keep = chroma >= KEEP_MIN_CHROMA
         params, iou = _fit_box(poly, nadir, cam_z, square=False)
+        ev = _Evidence.from_window(piece_px, background_px, labels, region.label, (r0, r1, c0, c1))
+        shadowed = ev.violation(_hull(params, nadir, cam_z)) > SHADOW_VIOLATION
+        if shadowed:
+            # The outline took in a shadow: the print shows through it (its black squares are
+            # still black), which grey plastic would hide. Fit to the sure evidence instead.
+            params, iou = _fit_evidence(ev, poly, nadir, cam_z, square=False, start=params)
         cx, cy, theta, length, width, height = params
         fit = PieceFit("keep" if is_keep else "?", (cx, cy), math.degrees(theta) % 180, length, width,
                        height, iou, chroma, outline_mm=outline_mm)
+        fit.evidence = ev if shadowed else None
         if is_keep:
             fit.lab = _top_colour(lab_raw, params, nadir, cam_z)
         fits.append(fit)
@@ -411,8 +535,12 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
                            f.width_mm, f.height_mm])
         for _ in range(2):
             scale = params[3] / ln
-            params, iou = _fit_box(poly, nadir, cam_z, square, start=params,
-                                   height_prior=(hn * scale, 0.15 * hn * scale))
+            if getattr(f, "evidence", None) is not None:
+                params, iou = _fit_evidence(f.evidence, poly, nadir, cam_z, square, start=params,
+                                            height_prior=(hn * scale, 0.15 * hn * scale))
+            else:
+                params, iou = _fit_box(poly, nadir, cam_z, square, start=params,
+                                       height_prior=(hn * scale, 0.15 * hn * scale))
         f.centre_mm = (float(params[0]), float(params[1]))
         f.angle_deg = math.degrees(params[2]) % 180
         f.length_mm, f.width_mm, f.height_mm, f.iou = float(params[3]), float(params[4]), float(params[5]), iou

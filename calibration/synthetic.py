@@ -45,11 +45,12 @@ def box_corners(cx: float, cy: float, length: float, width: float, angle_deg: fl
 
 
 def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0,
-                    light=(1.0, 1.0, 1.0)):
+                    light=(1.0, 1.0, 1.0), shadow: tuple[float, float, float] | None = None):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
     boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour); the faces are
     shaded by fixed factors (top brightest). light: BGR gains of the light (BGR images only).
+    shadow: (elevation_deg, azimuth_deg, darkening 0..1) of a lamp whose soft shadows the boxes cast.
     """
     w, h = size
     # Render at four times the size and shrink: a camera integrates over each pixel, a plain warp
@@ -68,6 +69,19 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
     img = (25 + img.astype(np.float32) * (215 / 255)).astype(np.uint8)
     img = np.where(mask > 0, img, np.uint8(table))
     img = cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if boxes else img
+    if boxes and shadow is not None:
+        # Each box's shadow on the table: its corners pushed along the light's direction to z = 0.
+        el, az, dark = np.radians(shadow[0]), np.radians(shadow[1]), float(shadow[2])
+        away = -np.array([np.cos(az), np.sin(az)]) / np.tan(el)  # ground offset per mm of height
+        shade = np.zeros((h, w), np.float32)
+        for corners, height, _ in boxes:
+            c = np.asarray(corners, np.float64)
+            pts = np.vstack([c, c + away * float(height)])
+            hull = cv2.convexHull(pts.astype(np.float32)).reshape(-1, 2)
+            px = cv2.perspectiveTransform(hull.reshape(-1, 1, 2).astype(np.float64), H).reshape(-1, 2)
+            cv2.fillConvexPoly(shade, np.round(px * 16).astype(np.int32), 1.0, cv2.LINE_8, shift=4)
+        shade = cv2.GaussianBlur(shade, (0, 0), 2.0 * ss)  # a lamp, not a point: soft edges
+        img = (img.astype(np.float32) * (1.0 - dark * shade[:, :, None])).astype(np.uint8)
     if boxes:
         rvec, _ = cv2.Rodrigues(R)
         cam_centre = -R.T @ t
