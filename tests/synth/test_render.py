@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from scoring import parse_castle
+from scoring.generate import random_finished_castle
 from synth.render import render_jpeg, render_photo, save_photo
 
 W, H, SPP = 160, 120, 4
@@ -160,3 +161,22 @@ def test_bad_castle_is_refused_with_the_entry_named(plain):
 def test_bad_size_is_refused(small_castle):
     with pytest.raises(ValueError, match="size"):
         render_photo(small_castle, 0, 4, 4, SPP)
+
+
+def test_lamps_stay_out_of_the_frame_and_the_photo_is_exposed(plain):
+    # A big castle seen from high up, with a lamp and a ceiling panel overhead: with these seeds the
+    # drawn lamp positions would stand inside the frame.
+    castle = random_finished_castle(502, ["red", "blue", "yellow", "green"])
+    for seed in (0, 6, 7):
+        photo, truth = render_photo(castle, seed, W, H, 1,
+                                    dict(plain, elevation_deg=60.0, light_kinds=["lamp", "ceiling"]))
+        cam = truth["camera"]
+        K, R, t = (np.asarray(cam[k]) for k in ("K", "R", "t"))
+        for light in truth["conditions"]["lights"]:
+            e, a = np.radians(light["elevation_deg"]), np.radians(light["azimuth_deg"])
+            pos = np.asarray(truth["castle_centre_mm"]) + light["distance_mm"] * np.array(
+                [np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+            x = R @ pos + t
+            u, v = (K @ x)[:2] / x[2]
+            assert x[2] <= 0 or not (0 <= u < W and 0 <= v < H), (seed, light["kind"], u, v)
+        assert 40 < photo.mean() < 220
