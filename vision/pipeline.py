@@ -277,8 +277,8 @@ def keep_colours_in_view(keep_label: np.ndarray, min_area: int = 12) -> int:
 def make_plausibility(sets: int):
     """Plausibility 0..1 of a candidate reading: few rule violations, and about the pieces of `sets` boxes.
 
-    A finished game uses every grey piece, so a lattice of half or a third of the true pitch (which can
-    explain the pixels about as well) gives far too many pieces and is told apart by this.
+    The boxes hold only so many pieces, so a lattice of half or a third of the true pitch (which can
+    explain the pixels about as well) gives too many pieces and is told apart by this.
     """
     expected = ELEMENTS_PER_SET * sets
 
@@ -292,7 +292,8 @@ def make_plausibility(sets: int):
         bad = sum(1 for f in score_castle(castle).findings if f.severity == "violation")
         rules = max(0.05, 1.0 - 2.0 * bad / n)
         n_el = int(fit.decision.active.sum())
-        count = math.exp(-2.0 * abs(math.log(max(1, n_el) / expected)))
+        # Only an excess is impossible; a smaller castle may be an unfinished game.
+        count = math.exp(-2.0 * max(0.0, math.log(max(1, n_el) / expected)))
         return float(rules * count)
 
     return plausibility
