@@ -22,7 +22,7 @@ from vision.keeps import FoundKeep, find_keeps
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
-from vision.plane import TablePose, pose_from_castle, pose_from_mat
+from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
 from vision.reconstruct import Fit, fit_castle
 
 # Below this a reading is refused. Chosen so that no wrong score is given with high confidence on the
@@ -137,8 +137,9 @@ def table_pose(photo: DecodedPhoto, grey: np.ndarray) -> TablePose | None:
     band = (cv2.dilate(g, k) - cv2.erode(g, k)).astype(bool)
     region = cv2.dilate(g, np.ones((15, 15), np.uint8)).astype(bool)
     best, best_q = None, -1.0
+    segments = line_segments(photo.bgr)
     for area in (band, region):
-        pose = pose_from_castle(photo.bgr, area, photo.focal_px)
+        pose = pose_from_castle(photo.bgr, area, photo.focal_px, segments)
         if pose is None:
             continue
         tv = top_view(grey, pose.camera, 0.0, size=400)
@@ -470,7 +471,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                     soft = masks.grey_soft * region
                     sets = 1 if keep_colours_in_view(masks.keep_label) <= 2 else 2
                     fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
-                                     plausibility=make_plausibility(sets))
+                                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
                     weight = 2.0 * soft - 1.0
                     weight[dont_care] = 0.0
     if fit is not None:

@@ -56,12 +56,16 @@ def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None
 # ---------------------------------------------------------------------------------------------------
 # Without the mat: vanishing points of the wall edges.
 
-def _segments(gray: np.ndarray, region: np.ndarray, min_len: float) -> np.ndarray:
-    lsd = cv2.createLineSegmentDetector(cv2.LSD_REFINE_STD)
-    lines = lsd.detect(gray)[0]
-    if lines is None:
-        return np.zeros((0, 4))
-    segs = lines.reshape(-1, 4).astype(float)
+def line_segments(bgr: np.ndarray) -> np.ndarray:
+    """All line segments (N, 4: x1, y1, x2, y2) of the photo, by OpenCV's LSD."""
+    gray = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
+    lines = cv2.createLineSegmentDetector(cv2.LSD_REFINE_STD).detect(gray)[0]
+    return np.zeros((0, 4)) if lines is None else lines.reshape(-1, 4).astype(float)
+
+
+def _segments(segs: np.ndarray, region: np.ndarray, min_len: float) -> np.ndarray:
+    if len(segs) == 0:
+        return segs
     length = np.hypot(segs[:, 2] - segs[:, 0], segs[:, 3] - segs[:, 1])
     mid = ((segs[:, :2] + segs[:, 2:]) / 2).round().astype(int)
     h, w = region.shape
@@ -133,11 +137,13 @@ def find_vanishing_points(segs: np.ndarray, k: int = 3, tol_deg: float = 1.5, it
     return out
 
 
-def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | None) -> TablePose | None:
+def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | None,
+                     all_segments: np.ndarray | None = None) -> TablePose | None:
     """Table orientation from the two orthogonal wall directions; None when they cannot be seen."""
     h, w = bgr.shape[:2]
-    gray = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
-    segs = _segments(gray, region, min_len=max(8.0, 0.012 * max(h, w)))
+    if all_segments is None:
+        all_segments = line_segments(bgr)
+    segs = _segments(all_segments, region, min_len=max(8.0, 0.012 * max(h, w)))
     if len(segs) < 8:
         return None
     # Normalise: centre and scale by the image diagonal so points at infinity are well conditioned.

@@ -210,7 +210,7 @@ def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
 
 def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
                *, prior: float = 0.1, search_scale: float = 0.4, refine_pose: bool = True,
-               plausibility=None) -> Fit | None:
+               plausibility=None, pitch_known: bool = False) -> Fit | None:
     """Refine the lattice and piece scale against the mask, then decide every site and edge.
 
     cam_table is the camera in table units; the lattice maps lattice steps to table units. The search
@@ -237,7 +237,8 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     # The spectrum of a top view can peak at half the true pitch (a harmonic); let the synthesis decide.
     best, best_key = None, 0.0
     quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
-    for factor, offsets in ((1.0, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),)), (0.5, quarter), (1 / 3, quarter)):
+    candidates = ((1.0, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),)), (0.5, quarter), (1 / 3, quarter))
+    for factor, offsets in candidates[:1] if pitch_known else candidates:
         for off in offsets:
             lat = lattice.moved(pitch_factor=factor).moved(d_ij=off)
             f = evaluate(lat, Dims())
