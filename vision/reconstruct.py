@@ -65,6 +65,29 @@ def element_boxes(kind: str, key: tuple, d: Dims) -> np.ndarray:
     return _box_corners(cx, cy, d.wall_half, 0.5, d.wall_h)
 
 
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
+
+
+def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
+    """element_boxes for many pieces at once, (N * 8, 3): the same boxes, without a Python loop per corner."""
+    centre = np.empty((len(keys), 2))
+    half = np.empty((len(keys), 2))
+    height = np.empty(len(keys))
+    for n, (kind, key) in enumerate(keys):
+        if kind == "tower":
+            centre[n] = key
+            half[n] = (d.tower_half, d.tower_half)
+            height[n] = d.tower_h
+        else:
+            (i, j), (k, l) = key
+            centre[n] = ((i + k) / 2.0, (j + l) / 2.0)
+            half[n] = (0.5, d.wall_half) if j == l else (d.wall_half, 0.5)
+            height[n] = d.wall_h
+    xy = centre[:, None, :] + _SIGNS[None, :, :2] * half[:, None, :]
+    z = _SIGNS[None, :, 2] * height[:, None]
+    return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
+
+
 def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims) -> list[Element]:
     """Rasterise every candidate piece's silhouette (cam is in lattice units)."""
     h, w = shape
@@ -74,7 +97,7 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         for (k, l) in ((i + 1, j), (i, j + 1)):
             if (k, l) in site_set:
                 keys.append(("edge", ((i, j), (k, l))))
-    corners = np.concatenate([element_boxes(kind, key, d) for kind, key in keys])
+    corners = _all_corners(keys, d)
     px = cam.project(corners).reshape(len(keys), 8, 2)
     lo = np.floor(px.min(axis=1)).astype(int)
     hi = np.ceil(px.max(axis=1)).astype(int)
@@ -120,11 +143,14 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
             cover[e.idx] += 1
     # Big pieces first: towers explain the most pixels and walls then fill in between.
     order = sorted(range(n), key=lambda k: -len(elements[k].idx))
+    # After the first pass only pieces whose pixels were touched by a change can change their mind.
+    dirty = np.ones(weight.shape[0], bool)
     for _ in range(passes):
         changed = 0
+        touched = np.zeros(weight.shape[0], bool)
         for k in order:
             e = elements[k]
-            if len(e.idx) == 0:
+            if len(e.idx) == 0 or not dirty[e.idx].any():
                 continue
             c = cover[e.idx]
             if active[k]:
@@ -133,6 +159,7 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
                 if gain_keep < 0:
                     active[k] = False
                     cover[e.idx] -= 1
+                    touched[e.idx] = True
                     changed += 1
             else:
                 free = c == 0
@@ -140,9 +167,11 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
                 if gain_add > 0:
                     active[k] = True
                     cover[e.idx] += 1
+                    touched[e.idx] = True
                     changed += 1
         if not changed:
             break
+        dirty = touched
     margin = np.zeros(n)
     for k, e in enumerate(elements):
         if len(e.idx) == 0:
@@ -209,7 +238,7 @@ def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
 
 
 def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
-               *, prior: float = 0.1, search_scale: float = 0.4, refine_pose: bool = True,
+               *, prior: float = 0.1, search_scale: float = 0.33, refine_pose: bool = True,
                plausibility=None, pitch_known: bool = False) -> Fit | None:
     """Refine the lattice and piece scale against the mask, then decide every site and edge.
 
@@ -260,8 +289,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         [("d", (0.0, dy)) for dy in (-0.3, -0.15, 0.15, 0.3)],
         [("d", (dx, dy)) for dx, dy in ((-0.06, 0.0), (0.06, 0.0), (0.0, -0.06), (0.0, 0.06))],
         [("p", f) for f in (0.97, 1.03)],
-        [("a", a) for a in (-0.012, 0.012)],
-        [("s", (s, hh)) for s, hh in ((0.93, 0.93), (1.07, 1.07), (1.0, 0.9), (1.0, 1.1))],
+        [("s", (s, hh)) for s, hh in ((0.93, 0.93), (1.07, 1.07))],
     ]
     if refine_pose:
         # A pose from vanishing points is a few degrees off; let the photo correct it, then re-centre.
@@ -270,7 +298,6 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             [("t", (0.0, dy, 1.0)) for dy in (-0.05, 0.05)],
             [("t", (0.0, 0.0, f)) for f in (0.82, 1.2)],
             [("d", (dx, dy)) for dx, dy in ((-0.08, 0.0), (0.08, 0.0), (0.0, -0.08), (0.0, 0.08))],
-            [("t", (dx, dy, 1.0)) for dx, dy in ((-0.02, 0.0), (0.02, 0.0), (0.0, -0.02), (0.0, 0.02))],
         ]
     for group in steps:
         cand_best = best
