@@ -24,10 +24,11 @@ def draw_overlay(bgr: np.ndarray, cam: Camera | None, outlines: list[tuple[np.nd
                 poly = cam.project(quad)
                 cv2.fillConvexPoly(tint, np.round(poly * 4).astype(np.int32), colour, lineType=cv2.LINE_AA, shift=2)
                 centre.append(poly.mean(0))
-            labels.append((np.mean(centre, axis=0), yard.get("points", 0), yard.get("double", False)))
+            labels.append((np.mean(centre, axis=0), yard.get("points", 0), yard.get("double", False), yard.get("towers", 0)))
         out = cv2.addWeighted(tint, 0.35, out, 0.65, 0)
-        for (x, y), pts, double in labels:
-            text = f"{pts}{'x2' if double else ''}"
+        for (x, y), pts, double, towers in labels:
+            # A Double Keep courtyard shows how its points came about: towers x 2.
+            text = f"{pts}={towers}x2" if double and pts else f"{pts}"
             cv2.putText(out, text, (int(x) - 8, int(y) + 5), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 3, cv2.LINE_AA)
             cv2.putText(out, text, (int(x) - 8, int(y) + 5), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1, cv2.LINE_AA)
     for poly, colour in outlines:
