@@ -90,15 +90,19 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
     f = 1000.0
     K = np.array([[f, 0, w / 2], [0, f, h / 2], [0, 0, 1]])
     cam = CameraProfile((w, h), (f, f), (w / 2, h / 2))
-    result = {"with_profile": [], "without_profile": [], "failures": []}
+    result = {"with_profile": [], "without_profile": [], "shadows_with_profile": [], "failures": []}
     for trial in range(trials):
         boxes, sizes = _pieces_scene(rng)
         el, az, d = rng.uniform(55, 85), rng.uniform(0, 360), rng.uniform(400, 480)
         R, t = look_at((105, 148), el, az, d)
         photo = render_mat_view(K, R, t, (w, h), boxes=boxes, seed=trial)
-        for key, camera in (("with_profile", cam), ("without_profile", None)):
+        # The same scene under a lamp that casts soft shadows.
+        lamp = (rng.uniform(40, 70), rng.uniform(0, 360), rng.uniform(0.25, 0.5))
+        shadowed = render_mat_view(K, R, t, (w, h), boxes=boxes, seed=trial, shadow=lamp)
+        for key, camera, image in (("with_profile", cam, photo), ("without_profile", None, photo),
+                                   ("shadows_with_profile", cam, shadowed)):
             try:
-                m = measure_pieces(photo, camera=camera)
+                m = measure_pieces(image, camera=camera)
             except PieceMeasureError as exc:
                 result["failures"].append(f"trial {trial} {key}: {exc}")
                 print(f"trial {trial} {key}: FAILED {exc}", file=sys.stderr)
@@ -111,7 +115,7 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
             print(f"trial {trial} el {el:.0f} az {az:.0f} {key}: " +
                   ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" for k, e in errs.items()), file=sys.stderr)
     lines = []
-    for key in ("with_profile", "without_profile"):
+    for key in ("with_profile", "without_profile", "shadows_with_profile"):
         rows = result[key]
         if not rows:
             continue
@@ -120,6 +124,8 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
         within = sum(abs(v) <= 1.0 for v in lengths + widths) / len(lengths + widths) * 100
         lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
                      f"{within:.0f} % of sizes within 1 mm ({len(rows)}/{trials} photos measured)")
+    if result["failures"]:
+        lines.append("not measured: " + "; ".join(result["failures"]))
     result["summary"] = "\n".join(lines)
     return result
 

@@ -131,7 +131,7 @@ def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: n
     # print (on black ink a shadow hardly shows). Grey plastic on white looks the same, so such
     # pixels are evidence of nothing; pieces are found from the rest.
     lum_diff = (rect - expected).mean(axis=2) / span.mean(axis=2)
-    shadow_like = (t01 > 0.6) & (lum_diff < -DIFF_THRESHOLD) & (d_col < DIFF_THRESHOLD)
+    shadow_like = (t01 > 0.6) & (lum_diff < 0) & (d_col < DIFF_THRESHOLD)
     return d, white, shadow_like
 
 
@@ -517,8 +517,10 @@ def _name_pieces(fits: list[PieceFit]) -> None:
     by_square = sorted(grey, key=lambda f: f.length_mm / f.width_mm)
     tower, walls = by_square[0], sorted(by_square[1:], key=lambda f: f.length_mm)
     if tower.length_mm / tower.width_mm > 1.5 or walls[0].length_mm / walls[0].width_mm < 2.0:
+        hint = ("; the pieces cast strong shadows: light the mat evenly (daylight, no lamp close by)"
+                if any(f.evidence is not None for f in fits) else "")
         raise PieceMeasureError(f"the grey pieces found ({found}) do not look like a tower and two walls; "
-                                "stand them apart, upright, fully on the mat")
+                                f"stand them apart, upright, fully on the mat's squares{hint}")
     tower.kind, walls[0].kind, walls[1].kind = "tower", "short_wall", "long_wall"
     if not [f for f in fits if f.kind == "keep"]:
         raise PieceMeasureError("found no keeps on the mat; stand one keep of each colour on it")
