@@ -297,6 +297,7 @@ def make_plausibility(sets: int):
         count = math.exp(-2.0 * max(0.0, math.log(max(1, n_el) / expected)))
         return float(rules * count)
 
+    plausibility.expected_elements = expected  # type: ignore[attr-defined]
     return plausibility
 
 

@@ -280,6 +280,9 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             if os.environ.get("CASTELLAN_VISION_DEBUG"): print("pitch candidate", factor, off, round(f.decision.score), round(plaus, 3), int(f.decision.active.sum()))
             if best is None or f_key > best_key:
                 best, best_key = f, f_key
+        expected = getattr(plausibility, "expected_elements", None)
+        if factor == 1.0 and plaus >= 0.4 and (expected is None or best.decision.active.sum() >= 0.6 * expected):
+            break  # the spectrum's pitch already gives a plausible, full-sized castle: no harmonic search
     if best is None:
         return None
     # Coordinate search: origin (the lattice phase from the top view is biased by the pieces' lean),
