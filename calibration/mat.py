@@ -56,8 +56,9 @@ _BOARDS: dict[str, tuple[int, int, float, float, int]] = {
     "a3": (7, 10, 38.0, 28.0, 34),
 }
 
-# Top margin above the board; the text goes below it.
-_TOP_MARGIN_MM = 12.0
+# Top margin above the board (home printers need about 5 mm); the text goes below the board and
+# must fit on Letter, the shortest sheet.
+_TOP_MARGIN_MM = 8.0
 
 # A homography from fewer points (ChArUco corners plus marker corners) than this is not trusted.
 MIN_POINTS = 8
@@ -185,7 +186,7 @@ def _draw_text(sheet: np.ndarray, layout: MatLayout, px_per_mm: float) -> None:
     ox, oy = layout.board_origin_mm
     bw, bh = layout.board_mm
     pw, ph = layout.paper_mm
-    y = oy + bh + 5.0
+    y = oy + bh + 3.5
     p = px_per_mm
     title = (f"Castellan Referee calibration mat ({layout.paper.upper()}, {pw:g} x {ph:g} mm): "
              f"board {bw:g} x {bh:g} mm, squares {layout.square_mm:g} mm, markers {layout.marker_mm:g} mm")
@@ -196,7 +197,7 @@ def _draw_text(sheet: np.ndarray, layout: MatLayout, px_per_mm: float) -> None:
         size *= 0.92
         font = _font(size)
     draw.text((ox * p, y * p), title, fill=0, font=font)
-    y += 6.0
+    y += 5.0
     # 100 mm check bar with ticks every 10 mm.
     bar_h = 2.0
     draw.rectangle([ox * p, y * p, (ox + 100.0) * p - 1, (y + bar_h) * p - 1], fill=0)
@@ -204,7 +205,7 @@ def _draw_text(sheet: np.ndarray, layout: MatLayout, px_per_mm: float) -> None:
         x = (ox + 10.0 * k) * p
         draw.rectangle([x - 0.15 * p, (y + bar_h) * p, x + 0.15 * p, (y + bar_h + 1.5) * p], fill=0)
     draw.text(((ox + 104.0) * p, (y - 0.5) * p), "100 mm", fill=0, font=font)
-    y += bar_h + 4.0
+    y += bar_h + 3.5
     words, lines, line = INSTRUCTIONS.split(), [], ""
     for w in words:
         cand = f"{line} {w}".strip()
@@ -215,8 +216,8 @@ def _draw_text(sheet: np.ndarray, layout: MatLayout, px_per_mm: float) -> None:
             line = cand
     lines.append(line)
     for ln in lines:
-        if (y + 4.0) > ph - 3.0:
-            break
+        if y + size / p > ph - 2.0:
+            raise AssertionError(f"the instructions do not fit on {layout.paper}")  # a layout bug, not input
         draw.text((ox * p, y * p), ln, fill=0, font=font)
         y += size / p * 1.35
     sheet[:] = np.asarray(img)

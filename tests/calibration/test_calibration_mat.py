@@ -101,3 +101,20 @@ def test_mat_command_rejects_bad_output(tmp_path: Path, capsys):
     assert "must be a .pdf" in capsys.readouterr().err
     assert main(["mat", "-o", str(tmp_path / "missing-dir" / "mat.pdf")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_sheet_carries_its_sizes_a_100mm_bar_and_the_instructions(paper):
+    ppm = 4.0
+    sheet, _ = mat_image(paper, ppm)
+    lay = mat_layout(paper)
+    below = sheet[int((lay.board_origin_mm[1] + lay.board_mm[1] + 1) * ppm):]
+    inked = (below < 128).any(axis=1)
+    # Bands of inked rows: the title line, the bar with its ticks, one or more instruction lines.
+    bands = np.count_nonzero(inked[1:] & ~inked[:-1]) + int(inked[0])
+    assert bands >= 3
+    # The bar is 100 mm long at the printed scale.
+    bar_rows = [r for r in range(below.shape[0]) if (below[r] < 128).sum() > 90 * ppm]
+    assert bar_rows, "no 100 mm bar"
+    run = np.flatnonzero(below[bar_rows[0]] < 128)
+    assert (run[-1] - run[0] + 1) / ppm == pytest.approx(100, abs=0.5)
