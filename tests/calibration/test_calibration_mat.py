@@ -118,3 +118,18 @@ def test_every_sheet_carries_its_sizes_a_100mm_bar_and_the_instructions(paper):
     assert bar_rows, "no 100 mm bar"
     run = np.flatnonzero(below[bar_rows[0]] < 128)
     assert (run[-1] - run[0] + 1) / ppm == pytest.approx(100, abs=0.5)
+
+
+def test_a_big_photo_is_searched_reduced_and_refined_at_full_size():
+    # 12 megapixels: markers are looked for on a reduced copy, corners refined on the full photo.
+    ppm = 10.0
+    sheet, _ = mat_image("a4", ppm, text=False)
+    src = np.float32([[0, 0], [sheet.shape[1], 0], [sheet.shape[1], sheet.shape[0]], [0, sheet.shape[0]]])
+    dst = np.float32([[1300, 420], [2750, 480], [3300, 2500], [700, 2400]])
+    H = cv2.getPerspectiveTransform(src, dst)
+    photo = _paste_on_table(sheet, H, (4000, 3000))
+    det = find_mat(photo)
+    assert det is not None and det.paper == "a4"
+    probe_mm = np.array([[30.0, 30.0], [105.0, 150.0], [180.0, 250.0]])
+    probe_px = cv2.perspectiveTransform((probe_mm * ppm - 0.5).reshape(-1, 1, 2), H).reshape(-1, 2)
+    assert np.abs(det.mat_to_image(probe_mm) - probe_px).max() < 1.5
