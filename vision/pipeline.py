@@ -265,11 +265,14 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
 ELEMENTS_PER_SET = 32 + 30 + 2 * 26
 
 
-def keep_colours_in_view(keep_label: np.ndarray, min_area: int = 12) -> int:
-    """How many keep colours show at least two keep-sized blobs (the players, hence the sets in play)."""
+def keep_colours_in_view(keep_label: np.ndarray, region: np.ndarray | None = None, min_area: int = 12) -> int:
+    """How many keep colours show at least two keep-sized blobs inside the castle (the players)."""
     n = 0
     for li in range(1, 5):
-        m = (keep_label == li).astype(np.uint8)
+        m = (keep_label == li)
+        if region is not None:
+            m = m & region  # claims stand inside the castle; a yellowish table or card outside is no player
+        m = m.astype(np.uint8)
         k, _, stats, _ = cv2.connectedComponentsWithStats(m)
         n += int(np.sum(stats[1:, cv2.CC_STAT_AREA] >= min_area) >= 2)
     return n
@@ -470,7 +473,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                 with timer.stage("pieces"):
                     dont_care = masks.keep
                     soft = masks.grey_soft * region
-                    sets = 1 if keep_colours_in_view(masks.keep_label) <= 2 else 2
+                    sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
                     fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
                                      plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
                     weight = 2.0 * soft - 1.0

@@ -264,7 +264,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         return Fit(lat, cam, dims, els, dec, sites, adj)
 
     # The spectrum of a top view can peak at half the true pitch (a harmonic); let the synthesis decide.
-    best, best_key = None, 0.0
+    best, best_key, base_score = None, 0.0, 0.0
     quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
     candidates = ((1.0, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),)), (0.5, quarter), (1 / 3, quarter))
     for factor, offsets in candidates[:1] if pitch_known else candidates:
@@ -278,6 +278,10 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             plaus = plausibility(f) if plausibility is not None else 1.0
             f_key = f.decision.score * plaus
             if os.environ.get("CASTELLAN_VISION_DEBUG"): print("pitch candidate", factor, off, round(f.decision.score), round(plaus, 3), int(f.decision.active.sum()))
+            if factor == 1.0:
+                base_score = f.decision.score
+            elif f.decision.score < 1.1 * base_score:
+                continue  # a harmonic must explain clearly more of the photo, not just break fewer rules
             if best is None or f_key > best_key:
                 best, best_key = f, f_key
         expected = getattr(plausibility, "expected_elements", None)
