@@ -310,8 +310,15 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
                 starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
     lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
     hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    if start is not None:
+        # A shadow only ever adds to an outline, so the piece is not much smaller than the fit
+        # that took the shadow in; without this floor a side that lies all on white (no sure
+        # evidence) can collapse.
+        lo[3], lo[4] = 0.5 * start[3], 0.5 * start[4]
     if square:
         lo, hi = lo[:4] + lo[5:], hi[:4] + hi[5:]
+        if start is not None:
+            lo[3] = 0.5 * min(start[3], start[4])
     best = None
     for s0 in starts:
         q0 = np.array([s0[0], s0[1], s0[2], (s0[3] + s0[4]) / 2, s0[5]]) if square else s0.copy()
