@@ -1,7 +1,8 @@
 """Piece sizes and keep colours, measured from one photo of pieces standing on the mat.
 
 The user stands one tower, one short wall, one long wall and one keep of each colour apart on the
-printed board, turned at an angle, and photographs them from 50 to 90 degrees up.
+printed board's squares (upright, as in play, turned at any angle), and photographs them from 50 to
+90 degrees up with the whole mat in view.
 
 How: the mat gives the image <-> mat-mm homography and (with the camera's focal length, from a
 profile, EXIF, the mat itself, or a default) the camera's position above the mat. The photo is
@@ -11,6 +12,12 @@ on the mat is the camera's central projection of a box, i.e. the convex hull of 
 its top face scaled about the camera's foot point; fitting that hull (centre, turn, length, width,
 height) to the outline removes the parallax of the piece's height instead of measuring the blown-up
 silhouette. Keeps are the coloured pieces; their colour is read from their top face.
+
+Shadows: a lamp's shadow joined to a piece would swell its outline. The print tells them apart
+where grey plastic would hide black ink that a shadow leaves black; when the fitted outline covers
+such "surely not a piece" pixels, the box is fitted to the sure evidence instead (pixels surely piece,
+surely not, and undecided grey-on-white ones). In diffuse light every size on synthetic views is
+within 1 mm; with lamp shadows most are (see `python -m calibration.benchmark pieces`).
 
 API: `measure_pieces(image_bgr, camera=None, exif_focal_35mm=None) -> PieceMeasurement` (raises
 `PieceMeasureError`, a ValueError telling the user what to change).
