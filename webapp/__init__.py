@@ -33,11 +33,12 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         JUDGE_KEY=None,
         SECRET_KEY=None,
         MAX_PHOTO_BYTES=DEFAULT_MAX_PHOTO_BYTES,
+        PROFILE=None,
     )
     app.config.from_prefixed_env("CASTELLAN")
     if config:
         app.config.update(config)
-    for key in ("DATABASE", "JUDGE_KEY", "SECRET_KEY"):
+    for key in ("DATABASE", "JUDGE_KEY", "SECRET_KEY", "PROFILE"):
         # from_prefixed_env reads values as JSON: a numeric secret must still be a string.
         if app.config.get(key) is not None and not isinstance(app.config[key], str):
             app.config[key] = str(app.config[key])
@@ -60,6 +61,11 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         database = os.path.join(app.instance_path, "castellan.sqlite3")
         app.config["DATABASE"] = database
     app.extensions["castellan_storage"] = open_storage(database)
+    # A broken calibration profile stops the server at start (ProfileError names the field) rather
+    # than being ignored photo after photo.
+    from calibration.profiles import profile_from_setting
+
+    app.extensions["castellan_profile"] = profile_from_setting(app.config.get("PROFILE"))
 
     from .api import bp as api_bp
     from .pages import bp as pages_bp

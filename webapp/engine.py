@@ -94,12 +94,13 @@ class Reading:
 _readers = threading.BoundedSemaphore(max(1, min(4, os.cpu_count() or 2)))
 
 
-def read_photo(data: bytes) -> Reading:
-    """Read a castle from photo bytes. Raises BadPhoto (unreadable upload) or EngineUnavailable."""
+def read_photo(data: bytes, profile: Any = None) -> Reading:
+    """Read a castle from photo bytes, with the calibration profile if one is configured.
+    Raises BadPhoto (unreadable upload) or EngineUnavailable."""
     vision = _module("vision")
     try:
         with _readers:
-            reading = vision.read_photo(data)
+            reading = vision.read_photo(data, profile=profile)
     except vision.PhotoError as exc:
         raise BadPhoto(str(exc)) from exc
     except Exception as exc:  # a fault in the reader must not cost the user their upload

@@ -127,7 +127,7 @@ def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader
     so that the user can enter or correct the castle on its page)."""
     photo_type = sniff(data) or "application/octet-stream"
     try:
-        reading = engine.read_photo(data)
+        reading = engine.read_photo(data, current_app.extensions.get("castellan_profile"))
     except BadPhoto as exc:
         raise RequestProblem(400, str(exc))
     except EngineUnavailable as exc:
@@ -196,7 +196,7 @@ def resolve_state(name: str, *, file: FileStorage | None, text: str | None,
             return load_castle_text(file.read().decode("utf-8", "replace"), f"{name} castle")
         data = read_upload(file, f"the {name} photo")
         try:
-            reading = engine.read_photo(data)
+            reading = engine.read_photo(data, current_app.extensions.get("castellan_profile"))
         except BadPhoto as exc:
             raise RequestProblem(400, f"the {name} photo: {exc}")
         except EngineUnavailable as exc:

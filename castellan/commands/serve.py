@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--database", metavar="URL",
                    help="sqlite:///PATH, a file path, or postgresql://... (default: CASTELLAN_DATABASE, "
                         "else castellan.sqlite3 in the app's instance folder)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="calibration profile JSON used for every photo (default: CASTELLAN_PROFILE)")
     p.add_argument("--threads", type=int, default=8, help="worker threads (default 8)")
     p.add_argument("--trusted-proxy", metavar="ADDR",
                    help="address of a reverse proxy (e.g. one terminating HTTPS) whose X-Forwarded-Proto/"
@@ -40,9 +42,16 @@ def run(args: argparse.Namespace) -> int:
     from webapp import create_app
     from webapp.storage import StorageError
 
-    config = {"DATABASE": args.database} if args.database else None
+    from calibration.profiles import ProfileError
+
+    config = {"DATABASE": args.database} if args.database else {}
+    if args.profile:
+        config["PROFILE"] = args.profile
     try:
         app = create_app(config)
+    except ProfileError as exc:
+        print(f"castellan serve: bad calibration profile: {exc}", file=sys.stderr)
+        return 2
     except (StorageError, ValueError, OSError) as exc:
         print(f"castellan serve: cannot open the database: {exc}", file=sys.stderr)
         return 2
