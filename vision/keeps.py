@@ -6,6 +6,7 @@ the better match decides, and the difference between the two matches is the deci
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -53,11 +54,13 @@ def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> 
     return float(inter) / max(1, union)
 
 
-def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None) -> list[FoundKeep]:
+def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
+               castle: np.ndarray | None = None) -> list[FoundKeep]:
     """Keeps in the photo (cam in lattice units; dims gives the fitted piece scale).
 
-    `ground` marks table and grey-piece pixels: a keep stands on the table or in the castle, so a
-    coloured blob surrounded by something else (the game box's print, a card) is not a keep.
+    `ground` marks table pixels: outside the castle (`castle` mask) a keep stands on the table, so a
+    coloured blob surrounded by something else (the game box's print, a card) is not a keep. Inside
+    the castle a keep's surroundings are walls, shadows and its own dark sides, so no such test.
     """
     size = dims.tower_half / (11.0 / 54)
     height = dims.tower_h / (42.0 / 54)
@@ -80,7 +83,9 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             hull_area = cv2.contourArea(cv2.convexHull(max(cnts, key=cv2.contourArea)))
             if hull_area <= 0 or area / hull_area < 0.6:
                 continue
-            if ground is not None:
+            cx, cy = int(round(cents[k][0])), int(round(cents[k][1]))
+            inside = castle is not None and castle[min(H - 1, max(0, cy)), min(W - 1, max(0, cx))]
+            if ground is not None and not inside:
                 x, y, bw, bh = stats[k, :4]
                 pad = 8
                 ys0, xs0 = max(0, y - pad), max(0, x - pad)
@@ -130,4 +135,14 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
                                    (float(cents[k][0]), float(cents[k][1])), poly))
-    return found
+    return _merge_fragments(found, 2.5 * half)
+
+
+def _merge_fragments(found: list[FoundKeep], radius: float) -> list[FoundKeep]:
+    """One keep can fall apart into blobs (its lit top and shaded side): keep the surest of each group."""
+    kept: list[FoundKeep] = []
+    for k in sorted(found, key=lambda k: -k.confidence):
+        if any(o.colour == k.colour and math.dist(o.at, k.at) < radius for o in kept):
+            continue
+        kept.append(k)
+    return kept

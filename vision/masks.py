@@ -66,6 +66,23 @@ def table_likelihood(lab: np.ndarray, sample: np.ndarray) -> np.ndarray:
     return np.clip(hist.ravel()[flat] / max(ref, 1e-9), 0, 1)
 
 
+def table_chromaticity_likelihood(bgr: np.ndarray, sample: np.ndarray, bins: int = 64) -> np.ndarray:
+    """0..1 per pixel: how common its chromaticity (colour without brightness) is on the table.
+
+    r = R / (R + G + B) and g = G / (R + G + B) do not change when a shadow darkens the table, so a
+    shadow on a green cloth still looks like the cloth here (it does not in Lab, whose a, b shrink).
+    """
+    f = bgr.astype(np.float32) + 3.0
+    tot = f.sum(axis=2)
+    r = np.clip((f[:, :, 2] / tot * bins).astype(np.int32), 0, bins - 1)
+    g = np.clip((f[:, :, 1] / tot * bins).astype(np.int32), 0, bins - 1)
+    flat = r * bins + g
+    hist = np.bincount(flat[sample], minlength=bins * bins).astype(np.float32).reshape(bins, bins)
+    hist = cv2.GaussianBlur(hist, (5, 5), 1.0)
+    ref = float(np.percentile(hist.ravel()[flat[sample]], 25)) if sample.any() else 1.0
+    return np.clip(hist.ravel()[flat] / max(ref, 1e-9), 0, 1)
+
+
 def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """BGR gains that make the candidates (non-table, not strongly coloured: the grey plastic) neutral.
 
@@ -106,7 +123,10 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
 
     hsv = cv2.cvtColor(bal, cv2.COLOR_BGR2HSV)
     hue = hsv[:, :, 0].astype(np.float32)
-    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 55) & (hsv[:, :, 2] > 25) & (t_like_bal < 2 * table_thr)
+    # A keep's colour is unlike the table's in any light; a shadow on a coloured cloth keeps its colour.
+    t_like_colour = table_chromaticity_likelihood(bal, border)
+    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 55) & (hsv[:, :, 2] > 25) & (t_like_bal < 2 * table_thr) \
+        & (t_like_colour < 0.3)
     label = np.zeros(hue.shape, np.uint8)
     if keep.any():
         d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in HUE_CENTRES.values()])

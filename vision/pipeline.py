@@ -104,6 +104,15 @@ def castle_region(grey: np.ndarray) -> np.ndarray:
     return cv2.dilate(region, np.ones((k, k), np.uint8)).astype(bool)
 
 
+def castle_hull(region: np.ndarray) -> np.ndarray:
+    """The convex hull of the castle region: where keeps can claim courtyards."""
+    pts = cv2.findNonZero(region.astype(np.uint8))
+    out = np.zeros(region.shape, np.uint8)
+    if pts is not None:
+        cv2.fillConvexPoly(out, cv2.convexHull(pts), 1)
+    return out.astype(bool)
+
+
 def top_view(mask: np.ndarray, cam: Camera, z: float, size: int = 640) -> tuple[np.ndarray, float, tuple[float, float]] | None:
     """Warp a mask onto the plane at height z: (top-view mask, pixels per table unit, table offset)."""
     ys, xs = np.nonzero(mask)
@@ -480,7 +489,8 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                     weight[dont_care] = 0.0
     if fit is not None:
         with timer.stage("keeps"):
-            keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey)
+            keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
+                               castle=castle_hull(region))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
             castle, _ = build_castle(fit, keeps)

@@ -285,7 +285,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             if best is None or f_key > best_key:
                 best, best_key = f, f_key
         expected = getattr(plausibility, "expected_elements", None)
-        if factor == 1.0 and plaus >= 0.4 and (expected is None or best.decision.active.sum() >= 0.6 * expected):
+        if factor == 1.0 and best is not None and plaus >= 0.4 and (expected is None or best.decision.active.sum() >= 0.6 * expected):
             break  # the spectrum's pitch already gives a plausible, full-sized castle: no harmonic search
     if best is None:
         return None
