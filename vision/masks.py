@@ -105,6 +105,11 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     small = bgr
     lab0 = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
+    # Beyond the table's edge the frame may show the room (usually much darker): sample only border
+    # pixels of about the table's lightness, so the room does not count as "table".
+    Lb = lab0[:, :, 0].astype(np.float32)
+    med = float(np.median(Lb[border]))
+    border &= np.abs(Lb - med) < 0.35 * med + 20
     t_like = table_likelihood(lab0, border)
     # White balance from pixels that are not table and not strongly coloured (the plastic).
     chroma0 = np.hypot(lab0[:, :, 1].astype(np.float32) - 128, lab0[:, :, 2].astype(np.float32) - 128)
