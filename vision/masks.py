@@ -137,6 +137,16 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in HUE_CENTRES.values()])
         label = (np.argmin(d, axis=0) + 1).astype(np.uint8)
         label[~keep] = 0
+        # On a cloth of a keep colour (green felt, blue gingham) the cloth's shadows have that hue too;
+        # a keep of that colour must then be clearly brighter than the lit cloth to count.
+        sat_border = border & (hsv[:, :, 1] > 60)
+        if sat_border.mean() > 0.5 * border.mean():
+            t_hue = float(np.median(hue[sat_border]))
+            t_val = float(np.median(hsv[:, :, 2][sat_border]))
+            dists = [min(abs(t_hue - c), 180 - abs(t_hue - c)) for c in HUE_CENTRES.values()]
+            li = int(np.argmin(dists)) + 1
+            if dists[li - 1] < 15:
+                label[(label == li) & (hsv[:, :, 2] < 1.1 * t_val)] = 0
     # Contrast: how many neutral non-border pixels look like the table (a grey table hides grey pieces).
     inner_neutral = neutral & ~border & (L > 30)
     contrast = 1.0 - float(np.mean(t_like_bal[inner_neutral] >= table_thr)) if inner_neutral.any() else 0.0
