@@ -146,7 +146,18 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
             dists = [min(abs(t_hue - c), 180 - abs(t_hue - c)) for c in HUE_CENTRES.values()]
             li = int(np.argmin(dists)) + 1
             if dists[li - 1] < 15:
-                label[(label == li) & (hsv[:, :, 2] < 1.1 * t_val)] = 0
+                # Judge whole blobs by their brightest part, so a keep keeps its shaded sides (its
+                # height is read from its full silhouette).
+                n, lab_k = cv2.connectedComponents((label == li).astype(np.uint8))
+                if n > 1:
+                    v = hsv[:, :, 2].ravel().astype(np.float32)
+                    order = np.argsort(lab_k.ravel(), kind="stable")
+                    counts = np.bincount(lab_k.ravel(), minlength=n)
+                    bright = np.zeros(n)
+                    for comp, chunk in enumerate(np.split(v[order], np.cumsum(counts)[:-1])):
+                        if comp and len(chunk):
+                            bright[comp] = np.percentile(chunk, 90)
+                    label[(lab_k > 0) & (bright[lab_k] < 1.1 * t_val)] = 0
     # Contrast: how many neutral non-border pixels look like the table (a grey table hides grey pieces).
     inner_neutral = neutral & ~border & (L > 30)
     contrast = 1.0 - float(np.mean(t_like_bal[inner_neutral] >= table_thr)) if inner_neutral.any() else 0.0
