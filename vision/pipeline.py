@@ -56,10 +56,14 @@ class PhotoReading:
         if self.castle is not None and self.score is not None and self.refusal is None:
             out = self.score.to_json()
             castle_json = out.get("castle", {})
+            # castellan/1 lets a reconstruction add, per piece, its confidence and where it was seen.
             for wall in castle_json.get("walls", []):
-                key = (tuple(wall["from"]), tuple(wall["to"]))
+                key = ("wall", tuple(wall["from"]), tuple(wall["to"]))
                 if key in self.piece_confidence:
-                    wall["confidence"] = round(self.piece_confidence[key], 3)
+                    wall["confidence"], wall["px"] = self.piece_confidence[key]
+            for i, keep in enumerate(castle_json.get("keeps", [])):
+                if ("keep", i) in self.piece_confidence:
+                    keep["confidence"], keep["px"] = self.piece_confidence[("keep", i)]
         else:
             out = {"format": "castellan-score/1", "players": {}, "winners": [], "courtyards": [], "castle": None}
             if self.tentative_castle is not None:
@@ -521,6 +525,18 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
         _debug_write(debug_dir, "07_detections.png", draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), [], None, verdict.confidence))
 
     piece_conf: dict = {}
+    if fit is not None and castle is not None:
+        _, (ox, oy) = build_castle(fit, keeps)
+        margin = {el.key: abs(float(m)) for el, m in zip(fit.elements, fit.decision.margin)}
+        for w in castle.walls:
+            a, b = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy)
+            pts = [(a[0] + i * (b[0] - a[0]) // w.length, a[1] + i * (b[1] - a[1]) // w.length) for i in range(w.length + 1)]
+            evidence = min(margin.get((p, q), 0.0) for p, q in zip(pts, pts[1:]))
+            mid = fit.cam.project(np.array([[(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, fit.dims.wall_h / 2]]))[0]
+            piece_conf[("wall", w.a, w.b)] = (round(float(min(1.0, evidence / (2 * PIECE_MARGIN))), 3),
+                                              [round(float(mid[0] / photo.scale), 1), round(float(mid[1] / photo.scale), 1)])
+        for i, k in enumerate(keeps):
+            piece_conf[("keep", i)] = (round(k.confidence, 3), [round(k.px[0] / photo.scale, 1), round(k.px[1] / photo.scale, 1)])
     rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size)}
     if pose is not None:
         rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
