@@ -349,10 +349,13 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     f["elevation"] = 1.0 if elev >= 40 else (0.8 if elev >= IN_SPEC_ELEVATION_DEG else (0.55 if elev >= MIN_ELEVATION_DEG else 0.0))
     if f["elevation"] == 0.0:
         return Assessment(0.0, f"take the photo from higher up: the camera is only about {elev:.0f} degrees above the table (at least 35 are needed)", f, findings)
-    side = _cut_off_side(region)
-    clipped = any(el.clipped and a for el, a in zip(fit.elements, fit.decision.active))
-    if side is not None or clipped:
-        where = side or "edge"
+    # Cut off: a piece of the fitted castle crosses the photo's edge. (The grey region alone can reach
+    # the edge through glare or clutter; it only names the side.)
+    clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped]
+    if clipped:
+        h, w = region.shape
+        x, y = np.mean([el.base_px for el in clipped], axis=0)
+        where = _cut_off_side(region) or min((("left", x), ("right", w - x), ("top", y), ("bottom", h - y)), key=lambda t: t[1])[0]
         return Assessment(0.0, f"the castle is cut off on the {where} of the photo: step back or turn the phone so the whole castle is in the picture", {"framing": 0.0}, findings)
     active = fit.decision.active
     n_pieces = int(active.sum())
@@ -472,6 +475,18 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     if masks.brightness >= 40 and region.any():
         with timer.stage("table_plane"):
             pose = table_pose(photo, grey)
+            if pose is not None and pose.mat_corners is not None:
+                # The mat's white paper and black squares are neutral and unlike the table: without
+                # this they would join the castle's grey mask (and may reach the photo's edge).
+                paper = np.zeros(grey.shape, np.uint8)
+                cv2.fillConvexPoly(paper, np.round(pose.mat_corners).astype(np.int32), 1)
+                paper = cv2.dilate(paper, np.ones((9, 9), np.uint8)).astype(bool)
+                masks.grey &= ~paper
+                masks.grey_soft[paper] = 0.0
+                masks.keep &= ~paper
+                masks.keep_label[paper] = 0
+                region = castle_region(masks.grey)
+                grey = masks.grey & region
         if pose is not None:
             with timer.stage("lattice"):
                 lattice = lattice_from_pose(pose, grey)

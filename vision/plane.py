@@ -24,7 +24,7 @@ class TablePose:
     unit: str  # "mm" or "camera-height"
     quality: float  # 0..1, how well the plane was determined
     focal_source: str
-    mat_corners: np.ndarray | None = None  # image points of the mat's corners, for the overlay
+    mat_corners: np.ndarray | None = None  # image polygon of the mat's paper (its white is not a piece)
 
 
 def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | None) -> tuple[np.ndarray, str]:
@@ -50,7 +50,9 @@ def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None
     K, fsrc = _focal(w, h, exif_focal, H)
     cam = Camera.from_homography(H, K)
     quality = float(np.clip(1.0 - det.rms_mm / 2.0, 0.0, 1.0)) * min(1.0, len(det.corner_ids) / 12.0)
-    return TablePose(cam, "mat", "mm", quality, fsrc, det.image_points)
+    pw, ph = det.layout.paper_mm
+    paper = det.mat_to_image(np.array([[0, 0], [pw, 0], [pw, ph], [0, ph]], float))
+    return TablePose(cam, "mat", "mm", quality, fsrc, paper)
 
 
 # ---------------------------------------------------------------------------------------------------
