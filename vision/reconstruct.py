@@ -10,7 +10,7 @@ in a few passes because neighbouring pieces only overlap a little.
 from __future__ import annotations
 
 import itertools
-import os
+import logging
 from dataclasses import dataclass, field
 
 import cv2
@@ -18,6 +18,8 @@ import numpy as np
 
 from vision.camera import Camera
 from vision.lattice import Lattice
+
+log = logging.getLogger(__name__)
 
 # Nominal piece sizes in lattice steps (54 mm pitch; spec/pieces-and-photos.md). `Dims.scaled`
 # adapts them: the real pieces may differ by +-20 % and the fit chooses the best scale.
@@ -277,7 +279,8 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             # everywhere; the plausibility (0..1) from the caller weighs that in.
             plaus = plausibility(f) if plausibility is not None else 1.0
             f_key = f.decision.score * plaus
-            if os.environ.get("CASTELLAN_VISION_DEBUG"): print("pitch candidate", factor, off, round(f.decision.score), round(plaus, 3), int(f.decision.active.sum()))
+            log.debug("pitch candidate x%.3f offset %s: fit %.0f, plausibility %.3f, %d pieces",
+                      factor, off, f.decision.score, plaus, int(f.decision.active.sum()))
             if factor == 1.0:
                 base_score = f.decision.score
             elif f.decision.score < 1.1 * base_score:
