@@ -47,13 +47,27 @@ def _transform(castle_json: dict, m: tuple[int, int, int, int], d: tuple[float, 
     return out
 
 
+def _agreement(moved: dict, truth_json: dict) -> tuple[int, int, int]:
+    """Matching towers, walls and keeps (same colour within half a step) of two castle dicts."""
+    t = {tuple(p) for p in truth_json.get("towers", [])}
+    w = {tuple(sorted((tuple(x["from"]), tuple(x["to"])))) for x in truth_json.get("walls", [])}
+    towers = sum(tuple(p) in t for p in moved.get("towers", []))
+    walls = sum(tuple(sorted((tuple(x["from"]), tuple(x["to"])))) in w for x in moved.get("walls", []))
+    keeps = sum(any(k["colour"] == q["colour"] and abs(k["at"][0] - q["at"][0]) + abs(k["at"][1] - q["at"][1]) < 0.6
+                    for q in truth_json.get("keeps", [])) for k in moved.get("keeps", []))
+    return towers, walls, keeps
+
+
 def align(found_json: dict, truth_json: dict) -> dict:
-    """The found castle moved onto the truth's lattice frame by the symmetry+shift matching most towers."""
+    """The found castle moved onto the truth's lattice frame by the symmetry and shift that match most.
+
+    Towers vote for the shift; walls and keeps break ties (a symmetric castle has several tower fits).
+    """
     truth_t = {tuple(t) for t in truth_json.get("towers", [])}
-    best, best_n = found_json, -1
     ft = [tuple(t) for t in found_json.get("towers", [])]
     if not ft or not truth_t:
         return found_json
+    best, best_key = found_json, None
     for m in _SYMS:
         a, b, c, e = m
         moved = [(a * x + b * y, c * x + e * y) for x, y in ft]
@@ -61,9 +75,14 @@ def align(found_json: dict, truth_json: dict) -> dict:
         for p in moved:
             for q in truth_t:
                 votes[(q[0] - p[0], q[1] - p[1])] += 1
-        d, n = max(votes.items(), key=lambda kv: kv[1])
-        if n > best_n:
-            best, best_n = _transform(found_json, m, d), n
+        top = max(votes.values())
+        for d, n in votes.items():
+            if n < top:
+                continue
+            cand = _transform(found_json, m, d)
+            key = _agreement(cand, truth_json)
+            if best_key is None or key > best_key:
+                best, best_key = cand, key
     return best
 
 

@@ -1,0 +1,49 @@
+"""The benchmark's comparison: a reading is judged up to the lattice's free origin and orientation."""
+from __future__ import annotations
+
+import json
+
+from benchmarks.vision_benchmark import band, compare, main
+from scoring import parse_castle
+from tests.vision.toyscene import SMALL_CASTLE
+
+
+def _turned_and_shifted(castle: dict) -> dict:
+    """The same castle turned 90 degrees and moved: castellan/1 says scores do not change."""
+    def tp(p):
+        return [-p[1] + 7, p[0] - 3]
+    return {
+        "format": "castellan/1",
+        "towers": [tp(t) for t in castle["towers"]],
+        "walls": [{"from": tp(w["from"]), "to": tp(w["to"])} for w in castle["walls"]],
+        "keeps": [dict(k, at=tp(k["at"])) for k in castle["keeps"]],
+    }
+
+
+def test_same_castle_in_another_frame_matches_every_piece():
+    truth = parse_castle(SMALL_CASTLE)
+    found = parse_castle(_turned_and_shifted(SMALL_CASTLE))
+    c = compare(found, truth)
+    assert c["tower"] == {"tp": 6, "fp": 0, "fn": 0}
+    assert c["short"]["fp"] == c["short"]["fn"] == 0 and c["long"] == {"tp": 3, "fp": 0, "fn": 0}
+    assert c["keep"]["tp"] == 2 and c["keep"]["double_ok"] == 2 and c["keep"]["colour_ok"] == 2
+
+
+def test_a_missing_wall_and_a_wrong_keep_are_counted():
+    wrong = json.loads(json.dumps(SMALL_CASTLE))
+    wrong["walls"] = wrong["walls"][:-1]  # the middle long wall is missed
+    wrong["keeps"][0]["double"] = False
+    c = compare(parse_castle(wrong), parse_castle(SMALL_CASTLE))
+    assert c["long"] == {"tp": 2, "fp": 0, "fn": 1}
+    assert c["keep"]["double_ok"] == 1
+
+
+def test_condition_bands():
+    b = band({"elevation_deg": 30.0, "light_temps_k": [2800, 3000], "table_kind": "felt", "mat_present": True})
+    assert b == {"elevation": "25-35", "light": "warm", "table": "felt", "mat": "mat"}
+    assert band({"elevation_deg": 80.0, "light_temps_k": [3000, 6500]})["light"] == "mixed"
+
+
+def test_benchmark_refuses_a_missing_folder(tmp_path, capsys):
+    assert main([str(tmp_path / "nope")]) == 2
+    assert "not a folder" in capsys.readouterr().err
