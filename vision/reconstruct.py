@@ -180,8 +180,9 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
             continue
         c = cover[e.idx]
         sel = (c == 1) if active[k] else (c == 0)
-        # Evidence only from the pixels whose explanation depends on this piece.
-        margin[k] = float(weight[e.idx][sel].sum()) / max(1, len(e.idx))
+        # Evidence only from the pixels whose explanation depends on this piece: their mean weight,
+        # discounted when they are under 30 % of its silhouette (then little of it decides).
+        margin[k] = float(weight[e.idx][sel].sum()) / max(1.0, sel.sum(), 0.3 * len(e.idx))
         if not active[k]:
             margin[k] = -margin[k]
     score = float(weight[cover > 0].sum())
