@@ -339,7 +339,8 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     """Self-check and confidence: every factor is 0..1; the reading's confidence is their product."""
     f: dict[str, float] = {}
     findings: list[dict] = []
-    if masks.brightness < 40:
+    # Judged by the brightest parts: a black cloth makes a well-lit photo mostly dark.
+    if masks.brightness < 50:
         return Assessment(0.0, "the photo is too dark: turn on a light or move the castle into brighter light", {"light": 0.0}, findings)
     if region.sum() < 0.002 * region.size:
         return Assessment(0.0, "no castle found in the photo: photograph the castle from above so that it fills most of the picture", {"castle": 0.0}, findings)
@@ -472,7 +473,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     keeps: list[FoundKeep] = []
     weight = None
     rule_notes: list[dict] = []
-    if masks.brightness >= 40 and region.any():
+    if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
             pose = table_pose(photo, grey)
             if pose is not None and pose.mat_corners is not None:

@@ -171,3 +171,10 @@ def test_rendered_photo_is_scored_right_or_refused():
         assert _players(reading) == {c: v["score"] for c, v in TRUE_SCORE.items()}
     else:
         assert reading.castle is None and len(reading.refusal) > 10
+
+
+def test_black_table_is_not_mistaken_for_a_dark_photo():
+    data = encode_jpeg(render(SMALL_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=8,
+                              table_bgr=(22, 20, 20)))
+    reading = read_photo(data)
+    assert reading.refusal is None or "too dark" not in reading.refusal
