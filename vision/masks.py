@@ -30,7 +30,7 @@ class Masks:
     keep_label: np.ndarray  # uint8: 0 none, 1..4 index into KEEP_COLOURS + 1
     table_like: np.ndarray  # float 0..1: how much each pixel looks like the table
     grey_soft: np.ndarray  # float 0..1: piece evidence; dark neutral pixels on a neutral table may be shadow
-    brightness: float  # 95th percentile of V (0..255): the lit parts, for the "too dark" refusal
+    brightness: float  # 99th percentile of V (0..255): the lit parts, for the "too dark" refusal
     contrast: float  # 0..1: how separable the grey plastic is from the table
 
 
@@ -168,4 +168,4 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     soft = grey.astype(np.float32)
     if border_chroma < chroma_grey:
         soft[grey & (L < 0.8 * table_L)] = 1.0  # (weighting these lower lost dark pieces on white tables)
-    return Masks(bal, gains, grey, keep, label, t_like_bal, soft, float(np.percentile(hsv[:, :, 2], 95)), contrast)
+    return Masks(bal, gains, grey, keep, label, t_like_bal, soft, float(np.percentile(hsv[:, :, 2], 99)), contrast)
