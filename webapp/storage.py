@@ -193,23 +193,22 @@ class _SqlStorage:
         return None if row is None else Image(role, row[0], bytes(row[1]))
 
     def correct(self, adjudication_id: str, castle: dict, result: dict) -> Adjudication:
-        with self._transaction() as cur:
-            cur.execute(self._q("UPDATE adjudications SET castle_corrected = ?, result = ?, updated_at = ? "
-                                "WHERE id = ? AND ruling = 0"),
-                        (_dump(castle), _dump(result), now_iso(), adjudication_id))
-            changed = cur.rowcount
-        if changed != 1:
-            raise KeyError(adjudication_id)
-        found = self.get(adjudication_id)
-        assert found is not None
-        return found
+        return self._update_one(adjudication_id,
+                                "UPDATE adjudications SET castle_corrected = ?, result = ?, updated_at = ? "
+                                "WHERE id = ? AND ruling = 0",
+                                (_dump(castle), _dump(result), now_iso(), adjudication_id))
 
     def mark_ruling(self, adjudication_id: str, note: str | None) -> Adjudication:
         stamp = now_iso()
+        return self._update_one(adjudication_id,
+                                "UPDATE adjudications SET ruling = 1, ruled_at = ?, ruling_note = ?, "
+                                "updated_at = ? WHERE id = ?",
+                                (stamp, note, stamp, adjudication_id))
+
+    def _update_one(self, adjudication_id: str, sql: str, params: tuple) -> Adjudication:
+        """Run an UPDATE that must change exactly this adjudication (KeyError otherwise) and return it."""
         with self._transaction() as cur:
-            cur.execute(self._q("UPDATE adjudications SET ruling = 1, ruled_at = ?, ruling_note = ?, "
-                                "updated_at = ? WHERE id = ?"),
-                        (stamp, note, stamp, adjudication_id))
+            cur.execute(self._q(sql), params)
             changed = cur.rowcount
         if changed != 1:
             raise KeyError(adjudication_id)

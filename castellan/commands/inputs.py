@@ -47,3 +47,12 @@ def read_castle_file(path: str) -> Castle:
         return parse_castle(obj)
     except CastleFormatError as e:
         raise InputError(f"{path}: {e}") from None
+
+
+def render_size_problem(width: int, height: int, spp: int) -> str | None:
+    """What is wrong with a requested render size and sample count, or None when they are usable."""
+    if not 16 <= width <= 8000 or not 16 <= height <= 8000:
+        return f"size {width}x{height} is out of range; use 16 to 8000 pixels a side"
+    if not 1 <= spp <= 4096:
+        return f"--spp {spp} is out of range; use 1 to 4096"
+    return None

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .inputs import InputError, read_castle_file
+from .inputs import InputError, read_castle_file, render_size_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,12 +31,9 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in (".jpg", ".jpeg"):
         print(f"castellan render: {args.output}: the photo is written as JPEG; give a .jpg name", file=sys.stderr)
         return 2
-    if not 16 <= args.width <= 8000 or not 16 <= args.height <= 8000:
-        print(f"castellan render: size {args.width}x{args.height} is out of range; use 16 to 8000 pixels a side",
-              file=sys.stderr)
-        return 2
-    if not 1 <= args.spp <= 4096:
-        print(f"castellan render: --spp {args.spp} is out of range; use 1 to 4096", file=sys.stderr)
+    problem = render_size_problem(args.width, args.height, args.spp)
+    if problem:
+        print(f"castellan render: {problem}", file=sys.stderr)
         return 2
     try:
         castle = read_castle_file(args.castle)

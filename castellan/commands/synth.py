@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .inputs import render_size_problem
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("synth", help="render a set of synthetic photos with ground truth",
@@ -29,12 +31,9 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.count <= 100_000:
         print(f"castellan synth: --count {args.count} is out of range; use 1 to 100000", file=sys.stderr)
         return 2
-    if not 16 <= args.width <= 8000 or not 16 <= args.height <= 8000:
-        print(f"castellan synth: size {args.width}x{args.height} is out of range; use 16 to 8000 pixels a side",
-              file=sys.stderr)
-        return 2
-    if not 1 <= args.spp <= 4096:
-        print(f"castellan synth: --spp {args.spp} is out of range; use 1 to 4096", file=sys.stderr)
+    problem = render_size_problem(args.width, args.height, args.spp)
+    if problem:
+        print(f"castellan synth: {problem}", file=sys.stderr)
         return 2
     try:
         from synth.backend import RendererUnavailable
