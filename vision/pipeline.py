@@ -452,115 +452,149 @@ def _apply_profile(photo: DecodedPhoto, profile) -> DecodedPhoto:
 
 # ---------------------------------------------------------------------------------------------------
 
+def _mask_out_mat(masks: Masks, mat_corners: np.ndarray) -> np.ndarray:
+    """Remove the calibration mat from the piece masks; returns the castle region found again.
+
+    The mat's white paper and black squares are neutral and unlike the table: without this they
+    would join the castle's grey mask (and may reach the photo's edge)."""
+    paper = np.zeros(masks.grey.shape, np.uint8)
+    cv2.fillConvexPoly(paper, np.round(mat_corners).astype(np.int32), 1)
+    paper = cv2.dilate(paper, np.ones((9, 9), np.uint8)).astype(bool)
+    masks.grey &= ~paper
+    masks.grey_soft[paper] = 0.0
+    masks.keep &= ~paper
+    masks.keep_label[paper] = 0
+    return castle_region(masks.grey)
+
+
+def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarray) -> tuple[Fit | None, np.ndarray]:
+    """Decide every tower and wall on the lattice; also the pixel weights the self-check reuses."""
+    dont_care = masks.keep
+    soft = masks.grey_soft * region
+    sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
+    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
+                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
+    weight = 2.0 * soft - 1.0
+    weight[dont_care] = 0.0
+    return fit, weight
+
+
+def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[int, int], scale: float) -> dict:
+    """Per wall and keep: how clearly the photo showed it (0..1) and where it was seen (photo pixels)."""
+    ox, oy = offset
+    margin = {el.key: abs(float(m)) for el, m in zip(fit.elements, fit.decision.margin)}
+    out: dict = {}
+    for w in castle.walls:
+        a, b = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy)
+        pts = [(a[0] + i * (b[0] - a[0]) // w.length, a[1] + i * (b[1] - a[1]) // w.length) for i in range(w.length + 1)]
+        evidence = min(margin.get((p, q), 0.0) for p, q in zip(pts, pts[1:]))
+        mid = fit.cam.project(np.array([[(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, fit.dims.wall_h / 2]]))[0]
+        out[("wall", w.a, w.b)] = (round(float(min(1.0, evidence / (2 * PIECE_MARGIN))), 3),
+                                   [round(float(mid[0] / scale), 1), round(float(mid[1] / scale), 1)])
+    for i, k in enumerate(keeps):
+        out[("keep", i)] = (round(k.confidence, 3), [round(k.px[0] / scale, 1), round(k.px[1] / scale, 1)])
+    return out
+
+
+def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None, verdict: Assessment) -> dict[str, Any]:
+    """What was measured about the table plane, camera and pieces, for the JSON result."""
+    rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size)}
+    if pose is not None:
+        rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
+                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
+    if fit is not None:
+        step = fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))
+        rect.update({"pitch_px": round(float(np.linalg.norm(step[1] - step[0])), 1),
+                     "piece_scale": round(fit.dims.tower_half / (11 / 54), 3), "height_scale": round(fit.dims.tower_h / (42 / 54), 3)})
+    rect["factors"] = {k: round(v, 3) for k, v in verdict.factors.items()}
+    return rect
+
+
+def _overlay(photo: DecodedPhoto, fit: Fit | None, keeps: list[FoundKeep], score, offset: tuple[int, int],
+             verdict: Assessment) -> np.ndarray:
+    """The photo with pieces outlined and, when scored, courtyards tinted by owner with their points."""
+    yards = []
+    if score is not None and verdict.refusal is None and fit is not None:
+        # Courtyard cells are in the castle's shifted frame; map them back onto this lattice.
+        ox, oy = offset
+        yards = [dict(y, cells=[[c[0] + ox, c[1] + oy] for c in y["cells"]]) for y in (c.to_json() for c in score.courtyards)]
+    return draw_overlay(photo.bgr, fit.cam if fit is not None else None, _outlines(fit, keeps), yards,
+                        verdict.refusal, verdict.confidence)
+
+
+def _debug_rectified(debug_dir: str | None, photo: DecodedPhoto, pose: TablePose, grey: np.ndarray) -> None:
+    if debug_dir is None:
+        return
+    tv = top_view(grey, pose.camera, 0.0)
+    if tv is None:
+        return
+    _debug_write(debug_dir, "05_rectified_mask.png", tv[0])
+    ppu, off = tv[1], tv[2]
+    H = np.array([[ppu, 0, -off[0] * ppu], [0, ppu, -off[1] * ppu], [0, 0, 1.0]]) @ np.linalg.inv(pose.camera.plane_homography(0.0))
+    _debug_write(debug_dir, "05_rectified_view.png", cv2.warpPerspective(photo.bgr, H, tv[0].shape[::-1]))
+
+
+def _debug_detections(debug_dir: str | None, photo: DecodedPhoto, fit: Fit | None, keeps: list[FoundKeep],
+                      verdict: Assessment) -> None:
+    if debug_dir is None or fit is None:
+        return
+    lat_img = photo.bgr.copy()
+    sites = np.array(fit.sites, float)
+    for z, col in ((0.0, (0, 0, 255)), (fit.dims.tower_h, (255, 0, 255))):
+        for x, y in fit.cam.project(np.c_[sites, np.full(len(sites), z)]):
+            cv2.circle(lat_img, (int(x), int(y)), 2, col, -1)
+    _debug_write(debug_dir, "06_lattice.png", lat_img)
+    _debug_write(debug_dir, "07_detections.png", draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), [], None, verdict.confidence))
+
+
 def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> PhotoReading:
     """Read a castle from the bytes of a photo. Raises PhotoError when the bytes are not a photo."""
     from scoring import score_castle
 
     timer = _Timer()
     with timer.stage("decode"):
-        photo = decode_photo(data, max_side=WORKING_SIDE)
-        photo = _apply_profile(photo, profile)
+        photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
     with timer.stage("masks"):
         masks = compute_masks(photo.bgr)
         region = castle_region(masks.grey)
-        grey = masks.grey & region
-    _debug_write(debug_dir, "01_balanced.png", masks.balanced)
-    _debug_write(debug_dir, "02_grey_mask.png", masks.grey)
-    _debug_write(debug_dir, "03_keep_mask.png", masks.keep)
-    _debug_write(debug_dir, "04_castle_region.png", region)
+    for name, img in (("01_balanced", masks.balanced), ("02_grey_mask", masks.grey),
+                      ("03_keep_mask", masks.keep), ("04_castle_region", region)):
+        _debug_write(debug_dir, f"{name}.png", img)
 
-    pose = fit = score = castle = None
-    keeps: list[FoundKeep] = []
-    weight = None
-    rule_notes: list[dict] = []
+    pose = fit = weight = None
     if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
-            pose = table_pose(photo, grey)
+            pose = table_pose(photo, masks.grey & region)
             if pose is not None and pose.mat_corners is not None:
-                # The mat's white paper and black squares are neutral and unlike the table: without
-                # this they would join the castle's grey mask (and may reach the photo's edge).
-                paper = np.zeros(grey.shape, np.uint8)
-                cv2.fillConvexPoly(paper, np.round(pose.mat_corners).astype(np.int32), 1)
-                paper = cv2.dilate(paper, np.ones((9, 9), np.uint8)).astype(bool)
-                masks.grey &= ~paper
-                masks.grey_soft[paper] = 0.0
-                masks.keep &= ~paper
-                masks.keep_label[paper] = 0
-                region = castle_region(masks.grey)
-                grey = masks.grey & region
+                region = _mask_out_mat(masks, pose.mat_corners)
         if pose is not None:
             with timer.stage("lattice"):
-                lattice = lattice_from_pose(pose, grey)
+                lattice = lattice_from_pose(pose, masks.grey & region)
             if lattice is not None:
-                if debug_dir is not None:
-                    tv = top_view(grey, pose.camera, 0.0)
-                    if tv is not None:
-                        _debug_write(debug_dir, "05_rectified_mask.png", tv[0])
-                        ppu, off = tv[1], tv[2]
-                        H = np.array([[ppu, 0, -off[0] * ppu], [0, ppu, -off[1] * ppu], [0, 0, 1.0]]) @ np.linalg.inv(pose.camera.plane_homography(0.0))
-                        _debug_write(debug_dir, "05_rectified_view.png", cv2.warpPerspective(photo.bgr, H, tv[0].shape[::-1]))
+                _debug_rectified(debug_dir, photo, pose, masks.grey & region)
                 with timer.stage("pieces"):
-                    dont_care = masks.keep
-                    soft = masks.grey_soft * region
-                    sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
-                    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
-                                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
-                    weight = 2.0 * soft - 1.0
-                    weight[dont_care] = 0.0
+                    fit, weight = fit_pieces(pose, lattice, masks, region)
+
+    keeps: list[FoundKeep] = []
+    castle = score = None
+    offset, rule_notes = (0, 0), []
     if fit is not None:
         with timer.stage("keeps"):
             keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
                                castle=castle_hull(region))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
-            castle, _ = build_castle(fit, keeps)
-            if castle.is_empty:
-                castle = None
-            else:
-                score = score_castle(castle)
+            castle, offset = build_castle(fit, keeps)
+            castle = None if castle.is_empty else castle
+            score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):
         verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score, weight_mask=weight)
         verdict.findings = rule_notes + verdict.findings
     with timer.stage("overlay"):
-        yards = [c.to_json() for c in score.courtyards] if score is not None and verdict.refusal is None else []
-        overlay = draw_overlay(photo.bgr, fit.cam if fit is not None else None, _outlines(fit, keeps), [], verdict.refusal, verdict.confidence)
-        if yards and fit is not None:
-            # Courtyard cells are in the castle's shifted frame; map them back onto this lattice.
-            _, (ox, oy) = build_castle(fit, keeps)
-            shifted = [dict(y, cells=[[c[0] + ox, c[1] + oy] for c in y["cells"]]) for y in yards]
-            overlay = draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), shifted, verdict.refusal, verdict.confidence)
+        overlay = _overlay(photo, fit, keeps, score, offset, verdict)
     _debug_write(debug_dir, "09_overlay.png", overlay)
-    if debug_dir is not None and fit is not None:
-        lat_img = photo.bgr.copy()
-        sites = np.array(fit.sites, float)
-        for z, col in ((0.0, (0, 0, 255)), (fit.dims.tower_h, (255, 0, 255))):
-            pts = fit.cam.project(np.c_[sites, np.full(len(sites), z)])
-            for x, y in pts:
-                cv2.circle(lat_img, (int(x), int(y)), 2, col, -1)
-        _debug_write(debug_dir, "06_lattice.png", lat_img)
-        _debug_write(debug_dir, "07_detections.png", draw_overlay(photo.bgr, fit.cam, _outlines(fit, keeps), [], None, verdict.confidence))
+    _debug_detections(debug_dir, photo, fit, keeps, verdict)
 
-    piece_conf: dict = {}
-    if fit is not None and castle is not None:
-        _, (ox, oy) = build_castle(fit, keeps)
-        margin = {el.key: abs(float(m)) for el, m in zip(fit.elements, fit.decision.margin)}
-        for w in castle.walls:
-            a, b = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy)
-            pts = [(a[0] + i * (b[0] - a[0]) // w.length, a[1] + i * (b[1] - a[1]) // w.length) for i in range(w.length + 1)]
-            evidence = min(margin.get((p, q), 0.0) for p, q in zip(pts, pts[1:]))
-            mid = fit.cam.project(np.array([[(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, fit.dims.wall_h / 2]]))[0]
-            piece_conf[("wall", w.a, w.b)] = (round(float(min(1.0, evidence / (2 * PIECE_MARGIN))), 3),
-                                              [round(float(mid[0] / photo.scale), 1), round(float(mid[1] / photo.scale), 1)])
-        for i, k in enumerate(keeps):
-            piece_conf[("keep", i)] = (round(k.confidence, 3), [round(k.px[0] / photo.scale, 1), round(k.px[1] / photo.scale, 1)])
-    rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size)}
-    if pose is not None:
-        rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
-                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
-    if fit is not None:
-        rect.update({"pitch_px": round(float(np.linalg.norm(fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))[1] - fit.cam.project(np.array([[0, 0, 0.0]]))[0])), 1),
-                     "piece_scale": round(fit.dims.tower_half / (11 / 54), 3), "height_scale": round(fit.dims.tower_h / (42 / 54), 3)})
-    rect["factors"] = {k: round(v, 3) for k, v in verdict.factors.items()}
     refused = verdict.refusal is not None
     return PhotoReading(
         castle=None if refused else castle,
@@ -570,7 +604,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
         timings=timer.timings,
         findings=verdict.findings,
         score=None if refused else score,
-        rectification=rect,
+        rectification=_rectification(photo, pose, fit, verdict),
         tentative_castle=castle if refused else None,
-        piece_confidence=piece_conf,
+        piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
     )
