@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import findings as rules
+from .align import Alignment, align
 from .castle import Castle, Keep, Point, Wall, cells_around, cells_beside
 from .courtyards import Courtyard, find_courtyards
 from .findings import VIOLATION, Finding
@@ -25,6 +26,7 @@ class MoveCheck:
     removed_walls: tuple[Wall, ...]
     removed_keeps: tuple[Keep, ...]
     findings: tuple[Finding, ...]
+    alignment: Alignment = Alignment()  # how the castle before was moved into the frame of the one after
 
     @property
     def legal(self) -> bool:
@@ -42,6 +44,7 @@ class MoveCheck:
             "added": pieces(self.added_towers, self.added_walls, self.added_keeps),
             "removed": pieces(self.removed_towers, self.removed_walls, self.removed_keeps),
             "findings": [f.to_json() for f in self.findings],
+            "alignment": self.alignment.to_json(),
         }
 
 
@@ -87,6 +90,10 @@ def _inside_foreign_courtyard(towers, walls, yards: list[Courtyard], claimed, pl
 
 
 def check_move(before: Castle, after: Castle, player: str) -> MoveCheck:
+    """What `player` added between two states, and every rule the turn broke. The two castles may be
+    in different lattice frames (two photos from different sides): `before` is aligned to `after`."""
+    alignment = align(before, after)
+    before = alignment.apply(before)
     added_towers = _difference(after.towers, before.towers)
     added_walls = _difference(after.walls, before.walls)
     removed_towers = _difference(before.towers, after.towers)
@@ -172,4 +179,4 @@ def check_move(before: Castle, after: Castle, player: str) -> MoveCheck:
     found += [f for f in rules.geometry_findings(after) if f.severity == VIOLATION and (f.rule, f.message) not in known]
 
     return MoveCheck(player, added_towers, added_walls, added_keeps, removed_towers, removed_walls, removed_keeps,
-                     tuple(rules.sort_findings(found)))
+                     tuple(rules.sort_findings(found)), alignment)

@@ -23,6 +23,24 @@ def _overlay_path(args: argparse.Namespace) -> Path:
     return Path(Path(args.file).stem + ".overlay.png")
 
 
+def castle_from_photo(path: str, data: bytes, profile=None):
+    """The castle read from a photo, for commands that need a castle rather than a score.
+
+    Raises InputError with the reader's advice when the photo is refused or is not a photo."""
+    from vision import PhotoError, read_photo
+
+    from .inputs import InputError
+
+    try:
+        reading = read_photo(data, profile=profile)
+    except PhotoError as e:
+        raise InputError(f"{path}: {e}") from None
+    if reading.refusal:
+        raise InputError(f"{path}: the castle could not be read ({reading.refusal}); "
+                         "give its castellan/1 JSON instead")
+    return reading.castle
+
+
 def score_photo(args: argparse.Namespace, data: bytes) -> int:
     from vision import PhotoError, read_photo
 

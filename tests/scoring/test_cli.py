@@ -51,3 +51,19 @@ def test_check_move_reports_verdict(tmp_path, capsys):
     assert main(["check-move", a, b, "--player", "red", "--json"]) == 0
     verdict = json.loads(capsys.readouterr().out)
     assert verdict["legal"] is False and any(f["rule"] == "T1" for f in verdict["findings"])
+
+
+def test_check_move_takes_photos_and_refuses_one_it_cannot_read(tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    after = {"format": "castellan/1", "towers": [[0, 0]], "walls": [], "keeps": []}
+    a = write(tmp_path, "a.json", json.dumps(after))
+    photo = tmp_path / "table.jpg"  # an empty table: no castle to read
+    Image.fromarray(np.full((480, 640, 3), (150, 110, 70), np.uint8)).save(photo)
+    assert main(["check-move", str(photo), a, "--player", "red"]) == 2
+    err = capsys.readouterr().err
+    assert "table.jpg: the castle could not be read" in err and "castellan/1 JSON instead" in err
+    (tmp_path / "junk.png").write_bytes(b"not an image at all")
+    assert main(["check-move", a, str(tmp_path / "junk.png"), "--player", "red"]) == 2
+    assert "junk.png" in capsys.readouterr().err

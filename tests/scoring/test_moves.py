@@ -95,3 +95,26 @@ def test_blocking_a_wall_end_is_reported_for_the_turn_that_did_it():
     before = castle([(0, 0), (1, 1)], [((1, 1), (1, 0))])
     after = castle([(0, 0), (1, 1)], [((1, 1), (1, 0)), ((0, 0), (2, 0))])
     assert "G4" in rules(check_move(before, after, "red"))
+
+
+def test_states_in_different_frames_are_aligned_before_comparing():
+    # Two photos of one castle from different sides give it turned and shifted on the lattice.
+    from scoring.generate import play_random_game
+    from tests.scoring.test_properties import transformed
+
+    turns = play_random_game(11, ["red", "blue"])
+    before, after = turns[5].castle, turns[6].castle
+    same_frame = check_move(before, after, turns[6].player)
+    turned = transformed(before, lambda p: (-p[1] + 7, p[0] - 3))  # a quarter turn and a shift
+    check = check_move(turned, after, turns[6].player)
+    assert check.legal and same_frame.legal
+    assert (check.added_towers, check.added_walls) == (same_frame.added_towers, same_frame.added_walls)
+    assert check.alignment.quarter_turns == 3 and not check.alignment.mirrored
+    assert same_frame.alignment.is_identity
+
+
+def test_alignment_does_not_hide_a_removed_piece():
+    before = castle(*SQUARE, [("red", (0.5, 0.5), False)])
+    after = castle(SQUARE[0][:-1] + [(2, 0)], SQUARE[1] + [((1, 0), (2, 0))], [("red", (0.5, 0.5), False)])
+    check = check_move(before, after, "red")
+    assert check.alignment.is_identity and "T1" in rules(check)
