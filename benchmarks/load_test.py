@@ -16,7 +16,6 @@ import io
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

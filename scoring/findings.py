@@ -1,7 +1,8 @@
 """Findings: what a castle shows against the rules, each with a rule id a judge can look up.
 
 Every check is a plain function of the castle (and its courtyards) returning findings, in the manner
-of python-chess's legality methods; `castle_findings` runs them all.
+of python-chess's legality methods; `scoring.score.score_castle` runs them all and `geometry_findings`
+the ones about grey pieces alone (the move check compares those before and after a turn).
 """
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ in a few passes because neighbouring pieces only overlap a little.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 from dataclasses import dataclass, field
 
