@@ -172,6 +172,11 @@ def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
     return np.where(is_inside, -dist, dist)
 
 
+def _expand(q: np.ndarray, square: bool) -> np.ndarray:
+    """Full box parameters from a fit's: a square piece is fitted with one side for both."""
+    return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
+
+
 def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
              start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None
              ) -> tuple[np.ndarray, float]:
@@ -188,11 +193,8 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
     sample = np.column_stack([np.interp(np.linspace(0, cum[-1], n, endpoint=False), cum,
                                         np.append(pts[:, i], pts[0, i])) for i in (0, 1)])
 
-    def expand(q):
-        return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
-
     def residuals(q):
-        corners = _box_corners(expand(q), nadir, cam_z)
+        corners = _box_corners(_expand(q, square), nadir, cam_z)
         idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
         hull = corners[idx]
         r = _boundary_distance(sample, hull)
@@ -224,7 +226,7 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
                                      bounds=(lo[:4] + lo[5:], hi[:4] + hi[5:]) if square else (lo, hi))
         if best is None or res.cost < best.cost:
             best = res
-    p = expand(best.x)
+    p = _expand(best.x, square)
     if p[4] > p[3]:
         p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
     hull = _hull(p, nadir, cam_z)
@@ -256,13 +258,12 @@ class _Evidence:
         pc = piece_px[r0:r1, c0:c1] & ~other & own
         bg = background_px[r0:r1, c0:c1] & ~other
         un = ~pc & ~bg & ~other & own
+        # Only pixels near the piece's border say where the border is.
+        near = own & ~ndimage.binary_erosion(lab == label, iterations=int(2 * RECT_PX_PER_MM))
         rng = np.random.default_rng(0)
 
         def pts(m, keep_edge: bool):
             if keep_edge:
-                # Only pixels near the piece's border say where the border is.
-                near = ndimage.binary_dilation(lab == label, iterations=int(2 * RECT_PX_PER_MM)) & \
-                    ~ndimage.binary_erosion(lab == label, iterations=int(2 * RECT_PX_PER_MM))
                 m = m & near
             ys, xs = np.nonzero(m)
             p = (np.column_stack([xs + c0, ys + r0]) + 0.5) / RECT_PX_PER_MM
@@ -290,11 +291,8 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
     must not cover those surely not, and covers undecided ones (grey on white, shadows) only as
     far as the rest requires."""
 
-    def expand(q):
-        return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
-
     def residuals(q):
-        corners = _box_corners(expand(q), nadir, cam_z)
+        corners = _box_corners(_expand(q, square), nadir, cam_z)
         idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
         hull = corners[idx]
         r = [np.maximum(_boundary_distance(ev.piece_mm, hull), 0) if len(ev.piece_mm) else np.zeros(0),
@@ -334,7 +332,7 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
                                      diff_step=1e-3, max_nfev=60 * len(q0))
         if best is None or res.cost < best.cost:
             best = res
-    p = expand(best.x)
+    p = _expand(best.x, square)
     if p[4] > p[3]:
         p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
     hull = _hull(p, nadir, cam_z)
@@ -551,7 +549,7 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
                            f.width_mm, f.height_mm])
         for _ in range(2):
             scale = params[3] / ln
-            if getattr(f, "evidence", None) is not None:
+            if f.evidence is not None:
                 params, iou = _fit_evidence(f.evidence, poly, nadir, cam_z, square, start=params,
                                             height_prior=(hn * scale, 0.15 * hn * scale))
             else:
