@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any
 
 Point = tuple[int, int]
 Cell = tuple[int, int]  # a unit square, named by its lower-left lattice point
@@ -41,11 +41,6 @@ def cells_beside(edge: Edge) -> tuple[Cell, Cell]:
     if y0 == y1:  # horizontal edge from (x0, y) to (x0 + 1, y)
         return ((x0, y0 - 1), (x0, y0))
     return ((x0 - 1, y0), (x0, y0))
-
-
-def corners(cell: Cell) -> tuple[Point, Point, Point, Point]:
-    x, y = cell
-    return ((x, y), (x + 1, y), (x, y + 1), (x + 1, y + 1))
 
 
 @dataclass(frozen=True, order=True)
@@ -154,10 +149,6 @@ class Castle:
     @property
     def is_empty(self) -> bool:
         return not self.towers and not self.walls
-
-    def pieces(self) -> Iterator[Point | Wall]:
-        yield from self.towers
-        yield from self.walls
 
     def bounds(self) -> tuple[int, int, int, int]:
         """(min x, min y, max x, max y) over every lattice point a piece touches."""

@@ -27,11 +27,6 @@ class Courtyard:
     cells: frozenset[Cell]
     towers: frozenset[Point]  # every distinct tower that touches the courtyard (S2)
 
-    @property
-    def anchor(self) -> Cell:
-        """A cell to name the courtyard by in messages: its lowest, then leftmost cell."""
-        return min(self.cells, key=lambda c: (c[1], c[0]))
-
 
 def find_courtyards(castle: Castle) -> list[Courtyard]:
     """Every enclosed area of the castle, numbered from 1 in a stable order (lowest cell first)."""

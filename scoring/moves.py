@@ -11,7 +11,7 @@ from .align import Alignment, align
 from .castle import Castle, Keep, Point, Wall, cells_around, cells_beside
 from .courtyards import Courtyard, find_courtyards
 from .findings import VIOLATION, Finding
-from .score import keeps_by_courtyard
+from .score import keeps_by_courtyard, owner_of
 
 MOVE_FORMAT = "castellan-move/1"
 
@@ -54,8 +54,7 @@ def _difference(after: tuple, before: tuple) -> tuple:
 
 
 def _owner(yard: Courtyard, claimed: dict[int, list[Keep]]) -> str | None:
-    colours = {k.colour for k in claimed.get(yard.id, [])}
-    return colours.pop() if len(colours) == 1 else None
+    return owner_of(claimed.get(yard.id, []))
 
 
 def _match_keeps(before_claims: list[tuple[Keep, Courtyard]], after_claims: list[tuple[Keep, Courtyard]]):

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import findings as rules
-from .castle import COLOURS, Castle, Keep
+from .castle import Castle, Keep
 from .courtyards import Courtyard, courtyard_at, find_courtyards
 from .findings import Finding
 
@@ -61,10 +61,6 @@ class Score:
     winners: tuple[str, ...]
     findings: tuple[Finding, ...]
 
-    @property
-    def violations(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == rules.VIOLATION)
-
     def player(self, colour: str) -> PlayerScore:
         return next(p for p in self.players if p.colour == colour)
 
@@ -77,6 +73,13 @@ class Score:
             "findings": [f.to_json() for f in self.findings],
             "castle": self.castle.to_json(),
         }
+
+
+def owner_of(keeps: list[Keep] | tuple[Keep, ...]) -> str | None:
+    """Who owns a courtyard with these keeps in it: their one colour; nobody when unclaimed or when
+    two colours claim it (C2)."""
+    colours = {k.colour for k in keeps}
+    return colours.pop() if len(colours) == 1 else None
 
 
 def keeps_by_courtyard(castle: Castle, courtyards: list[Courtyard]) -> dict[int, list[Keep]]:
@@ -104,8 +107,7 @@ def score_castle(castle: Castle) -> Score:
     yard_scores = []
     for yard in courtyards:
         keeps = tuple(claimed.get(yard.id, ()))
-        colours = {k.colour for k in keeps}
-        owner = colours.pop() if len(colours) == 1 else None
+        owner = owner_of(keeps)
         yard_scores.append(CourtyardScore(yard, owner, owner is not None and any(k.double for k in keeps), keeps))
 
     players = []
@@ -123,5 +125,3 @@ def score_castle(castle: Castle) -> Score:
     )
     return Score(castle, tuple(yard_scores), tuple(players), winners(players), tuple(rules.sort_findings(found)))
 
-
-__all__ = ["Score", "CourtyardScore", "PlayerScore", "score_castle", "COLOURS"]

@@ -7,7 +7,7 @@ import sys
 
 from scoring import COLOURS, check_move
 
-from .inputs import InputError, looks_like_json, read_bytes, read_castle_file
+from .inputs import InputError, castle_from_bytes, looks_like_json, read_bytes
 from .report import move_table
 
 
@@ -36,7 +36,7 @@ def read_state(path: str):
     """A castle from castellan/1 JSON, or read from a photo (refused photos are bad input)."""
     data = read_bytes(path)
     if looks_like_json(path, data):
-        return read_castle_file(path)
+        return castle_from_bytes(path, data)
     from .photo import castle_from_photo  # the vision stack loads only for photos
 
     return castle_from_photo(path, data)

@@ -34,7 +34,11 @@ def looks_like_json(path: str, data: bytes) -> bool:
 
 
 def read_castle_file(path: str) -> Castle:
-    data = read_bytes(path)
+    return castle_from_bytes(path, read_bytes(path))
+
+
+def castle_from_bytes(path: str, data: bytes) -> Castle:
+    """A castle from a file's bytes already read; `path` names the file in errors."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -7,7 +7,7 @@ import sys
 
 from scoring import score_castle
 
-from .inputs import InputError, looks_like_json, read_bytes, read_castle_file
+from .inputs import InputError, castle_from_bytes, looks_like_json, read_bytes
 from .report import score_table
 
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         data = read_bytes(args.file)
         if looks_like_json(args.file, data):
-            result = score_castle(read_castle_file(args.file))
+            result = score_castle(castle_from_bytes(args.file, data))
             print(json.dumps(result.to_json(), indent=2) if args.json else score_table(result))
             return 0
         return _score_photo(args, data)
