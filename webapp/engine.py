@@ -66,15 +66,17 @@ def with_players(castle: dict, players: list[str] | None) -> dict:
 
 def score(castle: dict) -> dict:
     """castellan-score/1 for a castellan/1 dict. Raises BadCastle or EngineUnavailable."""
-    scoring = _module("scoring")
-    parsed = parse(castle)
-    return scoring.score_castle(parsed).to_json()
+    return score_parsed(parse(castle))
 
 
-def check_move(before: dict, after: dict, player: str) -> dict:
-    scoring = _module("scoring")
-    b, a = parse(before), parse(after)
-    return scoring.check_move(b, a, player).to_json()
+def score_parsed(castle: Any) -> dict:
+    """castellan-score/1 of a castle that `parse` returned."""
+    return _module("scoring").score_castle(castle).to_json()
+
+
+def check_move(before: Any, after: Any, player: str) -> dict:
+    """castellan-move/1 of two castles that `parse` returned."""
+    return _module("scoring").check_move(before, after, player).to_json()
 
 
 @dataclass

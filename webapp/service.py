@@ -229,21 +229,16 @@ def check_move(before: dict, after: dict, player: str, images: list[Image]) -> O
     if player not in COLOURS:
         raise RequestProblem(400, f"'player' must be the colour who moved: one of {', '.join(COLOURS)}")
     try:
+        # Each castle is parsed once; the move check and the score after it share the parse.
         parsed_before, parsed_after = engine.parse(before), engine.parse(after)
-        verdict = engine.check_move(before, after, player)
+        verdict = engine.check_move(parsed_before, parsed_after, player)
+        after_score = engine.score_parsed(parsed_after)
     except BadCastle as exc:
         raise RequestProblem(400, f"a castle is not valid castellan/1: {exc}")
     except EngineUnavailable as exc:
         raise RequestProblem(503, str(exc))
-    before_json, after_json = parsed_before.to_json(), parsed_after.to_json()
-    extra = {"before": before_json, "after": after_json, "player": player,
-             "added": verdict.get("added"), "removed": verdict.get("removed")}
-    after_score = None
-    try:
-        after_score = engine.score(after)
-    except (BadCastle, EngineUnavailable):
-        pass
-    extra["after_score"] = after_score
+    extra = {"before": parsed_before.to_json(), "after": parsed_after.to_json(), "player": player,
+             "added": verdict.get("added"), "removed": verdict.get("removed"), "after_score": after_score}
     adj = storage().create(kind="move", castle_read=None, castle_corrected=None, result=verdict,
                            reading=None, extra=extra, images=images)
     return Outcome(adj)
