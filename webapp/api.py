@@ -1,7 +1,7 @@
 """The JSON API: the same powers as the pages, described by GET /openapi.json."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request, url_for
+from flask import Blueprint, jsonify, request, url_for
 
 from . import service
 from .openapi import openapi_document
@@ -169,12 +169,5 @@ def ruling(adj_id: str):
     body = request.get_json(silent=True) if request.is_json else None
     body = body if isinstance(body, dict) else {}
     key = request.headers.get("X-Judge-Key") or body.get("judge_key") or request.form.get("judge_key")
-    if not current_app.config.get("JUDGE_KEY"):
-        raise RequestProblem(403, "no judge key is configured on this server, so nobody can mark rulings")
-    if not service.is_judge(key):
-        raise RequestProblem(403, "only a judge may mark a ruling: the judge key is missing or wrong")
-    if adj.result is None:
-        raise RequestProblem(409, "there is no score to rule on yet: correct or enter the castle first")
-    note = body.get("note") or request.form.get("note")
-    updated = service.storage().mark_ruling(adj.id, str(note)[:2000] if note else None)
+    updated = service.mark_ruling(adj, key, body.get("note") or request.form.get("note"))
     return jsonify(service.adjudication_json(updated))

@@ -148,13 +148,7 @@ def _heic_as_jpeg(data: bytes) -> bytes:
 @bp.post("/a/<adj_id>/ruling")
 def ruling(adj_id: str):
     adj = _adjudication_or_404(adj_id)
-    if not current_app.config.get("JUDGE_KEY"):
-        raise RequestProblem(403, "No judge key is configured on this server, so nobody can mark rulings.")
-    if not service.is_judge(request.form.get("judge_key")):
-        raise RequestProblem(403, "Only a judge may mark a ruling: the judge key is wrong.")
-    if adj.result is None:
-        raise RequestProblem(409, "There is no score to rule on yet: enter or correct the castle first.")
-    service.storage().mark_ruling(adj.id, (request.form.get("note") or "").strip()[:2000] or None)
+    service.mark_ruling(adj, request.form.get("judge_key"), request.form.get("note"))
     return redirect(url_for("pages.result", adj_id=adj.id), code=303)
 
 

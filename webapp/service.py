@@ -182,6 +182,17 @@ def correct(adj: Adjudication, castle: dict) -> Adjudication:
         raise RequestProblem(409, "this result has been marked as a ruling and can no longer be corrected")
 
 
+def mark_ruling(adj: Adjudication, judge_key: str | None, note: Any) -> Adjudication:
+    """Mark a result as a judge's ruling (the API and the result page both come here)."""
+    if not current_app.config.get("JUDGE_KEY"):
+        raise RequestProblem(403, "no judge key is configured on this server, so nobody can mark rulings")
+    if not is_judge(judge_key):
+        raise RequestProblem(403, "only a judge may mark a ruling: the judge key is missing or wrong")
+    if adj.result is None:
+        raise RequestProblem(409, "there is no score to rule on yet: correct or enter the castle first")
+    return storage().mark_ruling(adj.id, str(note or "").strip()[:2000] or None)
+
+
 _ID_IN_URL = re.compile(r"(?:/a/|/api/adjudications/)([A-Za-z0-9_-]+)/?$")
 
 
