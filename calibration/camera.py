@@ -44,12 +44,6 @@ class CameraCalibration:
     skipped: dict[int, str] = field(default_factory=dict)  # index -> why it was not used
 
 
-def _gray(image: np.ndarray) -> np.ndarray:
-    if image.ndim == 3:
-        return cv2.cvtColor(image, cv2.COLOR_BGR2GRAY if image.shape[2] == 3 else cv2.COLOR_BGRA2GRAY)
-    return image
-
-
 def calibrate_camera(images: Sequence[np.ndarray], *, fix_k3: bool = True) -> CameraCalibration:
     """Calibrate from photos (BGR or grayscale ndarrays, all the same size) of the mat.
 
@@ -65,7 +59,7 @@ def calibrate_camera(images: Sequence[np.ndarray], *, fix_k3: bool = True) -> Ca
     size = sizes.pop()
     obj_pts, img_pts, used, skipped = [], [], [], {}
     for i, im in enumerate(images):
-        found = detect_charuco(_gray(im))
+        found = detect_charuco(im)  # it converts BGR/BGRA to grey itself
         if found is None:
             skipped[i] = "no mat found"
             continue
@@ -73,11 +67,11 @@ def calibrate_camera(images: Sequence[np.ndarray], *, fix_k3: bool = True) -> Ca
         if len(ids) < MIN_CORNERS_PER_VIEW:
             skipped[i] = f"only {len(ids)} mat corners readable (need {MIN_CORNERS_PER_VIEW})"
             continue
-        board = mat_layout(paper).board()
-        if board.checkCharucoCornersCollinear(ids.reshape(-1, 1)):
+        layout = mat_layout(paper)
+        if layout.board().checkCharucoCornersCollinear(ids.reshape(-1, 1)):
             skipped[i] = "the readable mat corners lie on one line"
             continue
-        obj = mat_layout(paper).corner_points_board_3d()[ids]
+        obj = layout.corner_points_board_3d()[ids]
         obj_pts.append(obj.astype(np.float32))
         img_pts.append(pts.astype(np.float32).reshape(-1, 1, 2))
         used.append(i)
