@@ -13,11 +13,14 @@ from calibration.mat import PAPER_MM, PAPERS, find_mat, mat_image, mat_layout
 from castellan.cli import main
 
 
-def _paste_on_table(sheet: np.ndarray, H: np.ndarray, size: tuple[int, int], table: int = 110) -> np.ndarray:
-    """Warp the sheet into a photo-sized image over a plain mid-grey table."""
+def _photo_of(sheet: np.ndarray, corners_px, size: tuple[int, int], table: int = 110) -> tuple[np.ndarray, np.ndarray]:
+    """The sheet warped so its corners land on `corners_px` (TL, TR, BR, BL) in a photo-sized image
+    over a plain mid-grey table; returns the photo and the sheet-pixel -> photo-pixel homography."""
+    src = np.float32([[0, 0], [sheet.shape[1], 0], [sheet.shape[1], sheet.shape[0]], [0, sheet.shape[0]]])
+    H = cv2.getPerspectiveTransform(src, np.float32(corners_px))
     out = cv2.warpPerspective(sheet, H, size, flags=cv2.INTER_AREA, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     mask = cv2.warpPerspective(np.full_like(sheet, 255), H, size, flags=cv2.INTER_NEAREST)
-    return np.where(mask > 0, out, np.uint8(table))
+    return np.where(mask > 0, out, np.uint8(table)), H
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -39,10 +42,7 @@ def test_each_mat_is_found_and_named_with_corners_at_their_millimetres(paper):
 def test_oblique_view_maps_image_to_mat_millimetres():
     sheet, (w, h) = mat_image("a4", 4.0)
     # A photo at about 45 degrees: the far edge of the sheet is much narrower than the near edge.
-    src = np.float32([[0, 0], [sheet.shape[1], 0], [sheet.shape[1], sheet.shape[0]], [0, sheet.shape[0]]])
-    dst = np.float32([[330, 120], [690, 130], [860, 620], [150, 600]])
-    H = cv2.getPerspectiveTransform(src, dst)
-    photo = _paste_on_table(sheet, H, (1000, 700))
+    photo, H = _photo_of(sheet, [[330, 120], [690, 130], [860, 620], [150, 600]], (1000, 700))
     det = find_mat(photo)
     assert det is not None and det.paper == "a4"
     assert len(det.corner_ids) >= 20
@@ -124,10 +124,7 @@ def test_a_big_photo_is_searched_reduced_and_refined_at_full_size():
     # 12 megapixels: markers are looked for on a reduced copy, corners refined on the full photo.
     ppm = 10.0
     sheet, _ = mat_image("a4", ppm, text=False)
-    src = np.float32([[0, 0], [sheet.shape[1], 0], [sheet.shape[1], sheet.shape[0]], [0, sheet.shape[0]]])
-    dst = np.float32([[1300, 420], [2750, 480], [3300, 2500], [700, 2400]])
-    H = cv2.getPerspectiveTransform(src, dst)
-    photo = _paste_on_table(sheet, H, (4000, 3000))
+    photo, H = _photo_of(sheet, [[1300, 420], [2750, 480], [3300, 2500], [700, 2400]], (4000, 3000))
     det = find_mat(photo)
     assert det is not None and det.paper == "a4"
     probe_mm = np.array([[30.0, 30.0], [105.0, 150.0], [180.0, 250.0]])
