@@ -22,15 +22,16 @@ LIGHT_PLAN = (
 
 def sample_plan(count: int = 24, first_seed: int = 500) -> list[dict[str, Any]]:
     """One entry per photo: seed, players, portrait or not, and the pinned conditions."""
-    from scoring.castle import COLOURS
     from scoring.generate import random_finished_castle
+
+    from synth.batch import players_for
 
     elevations = np.linspace(30, 90, count)
     np.random.default_rng(7).shuffle(elevations)
     plan = []
     seed = first_seed
     for i in range(count):
-        players = list(COLOURS[: (2, 3, 4)[i % 3]])
+        players = players_for(i)
         # The first photos of each size are chosen to hold a Double Keep, so the set has several.
         while True:
             castle = random_finished_castle(seed, players)
