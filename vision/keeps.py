@@ -14,7 +14,7 @@ import numpy as np
 
 from vision.camera import Camera
 from vision.masks import KEEP_COLOURS
-from vision.reconstruct import Dims
+from vision.reconstruct import TOWER_H, TOWER_HALF, Dims
 
 KEEP_HALF = 8.0 / 54
 KEEP_H = 22.0 / 54
@@ -62,10 +62,9 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     coloured blob surrounded by something else (the game box's print, a card) is not a keep. Inside
     the castle a keep's surroundings are walls, shadows and its own dark sides, so no such test.
     """
-    size = dims.tower_half / (11.0 / 54)
-    height = dims.tower_h / (42.0 / 54)
+    size = dims.tower_half / TOWER_HALF
+    height = dims.tower_h / TOWER_H
     half, h1 = KEEP_HALF * size, KEEP_H * height
-    # Expected area of a keep's top in pixels, to ignore specks and over-large coloured things.
     found: list[FoundKeep] = []
     H, W = keep_label.shape
     for li, colour in enumerate(KEEP_COLOURS, start=1):
@@ -122,10 +121,8 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             double = max(per_h, key=lambda d: per_h[d][0])
             iou, at, poly = per_h[double]
             other = per_h.get(not double, (0.0,))[0]
-            best = (iou, double, at, poly, other)
-            if best is None or best[0] < 0.3:
+            if iou < 0.3:
                 continue  # a coloured speck or a card, not a keep-shaped thing
-            iou, double, at, poly, other = best
             if not 0.35 <= area / max(1.0, cv2.contourArea(poly.astype(np.float32))) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
             conf = float(np.clip(iou / 0.6, 0, 1) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))

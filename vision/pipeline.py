@@ -23,7 +23,7 @@ from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
 from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
-from vision.reconstruct import Fit, fit_castle
+from vision.reconstruct import TOWER_H, TOWER_HALF, Fit, element_boxes, fit_castle
 
 # Below this a reading is refused. Chosen so that no wrong score is given with high confidence on the
 # development renders (see benchmarks/vision_benchmark.py); re-check it whenever the pipeline changes.
@@ -383,7 +383,6 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     f["keeps"] = float(min((k.confidence for k in keeps), default=0.5 if score is not None else 0.0))
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
-    f["keeps"] = max(f["keeps"], 0.0)
     f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))
     if score is not None:
         violations = [x for x in score.findings if x.severity == "violation"]
@@ -422,8 +421,6 @@ def _debug_write(debug_dir: str | None, name: str, img: np.ndarray) -> None:
 def _outlines(fit: Fit | None, keeps: list[FoundKeep]) -> list[tuple[np.ndarray, tuple[int, int, int]]]:
     out = []
     if fit is not None:
-        from vision.reconstruct import element_boxes
-
         for el, a in zip(fit.elements, fit.decision.active):
             if not a:
                 continue
@@ -472,7 +469,7 @@ def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarr
     dont_care = masks.keep
     soft = masks.grey_soft * region
     sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
-    fit = fit_castle(pose.camera, lattice, soft, dont_care, refine_pose=True,
+    fit = fit_castle(pose.camera, lattice, soft, dont_care,
                      plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
     weight = 2.0 * soft - 1.0
     weight[dont_care] = 0.0
@@ -505,7 +502,7 @@ def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None,
     if fit is not None:
         step = fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))
         rect.update({"pitch_px": round(float(np.linalg.norm(step[1] - step[0])), 1),
-                     "piece_scale": round(fit.dims.tower_half / (11 / 54), 3), "height_scale": round(fit.dims.tower_h / (42 / 54), 3)})
+                     "piece_scale": round(fit.dims.tower_half / TOWER_HALF, 3), "height_scale": round(fit.dims.tower_h / TOWER_H, 3)})
     rect["factors"] = {k: round(v, 3) for k, v in verdict.factors.items()}
     return rect
 

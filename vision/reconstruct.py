@@ -48,29 +48,20 @@ class Element:
     clipped: bool = False  # part of its silhouette falls outside the image
 
 
-def _box_corners(cx: float, cy: float, hx: float, hy: float, h: float) -> np.ndarray:
-    return np.array([[cx + sx * hx, cy + sy * hy, z] for sx in (-1, 1) for sy in (-1, 1) for z in (0.0, h)])
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
 
 
 def element_boxes(kind: str, key: tuple, d: Dims) -> np.ndarray:
     """Corners (8, 3) in lattice units of the box a piece occupies."""
-    if kind == "tower":
-        i, j = key
-        return _box_corners(i, j, d.tower_half, d.tower_half, d.tower_h)
-    (i, j), (k, l) = key
-    cx, cy = (i + k) / 2.0, (j + l) / 2.0
-    # A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
-    # long wall does run through the lattice point it passes over.
-    if j == l:
-        return _box_corners(cx, cy, 0.5, d.wall_half, d.wall_h)
-    return _box_corners(cx, cy, d.wall_half, 0.5, d.wall_h)
-
-
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
+    return _all_corners([(kind, key)], d)
 
 
 def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
-    """element_boxes for many pieces at once, (N * 8, 3): the same boxes, without a Python loop per corner."""
+    """The boxes of many pieces at once, (N * 8, 3).
+
+    A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
+    long wall does run through the lattice point it passes over.
+    """
     centre = np.empty((len(keys), 2))
     half = np.empty((len(keys), 2))
     height = np.empty(len(keys))
@@ -188,13 +179,6 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
     return Decision(active, margin, score)
 
 
-def union_score(elements: list[Element], active: np.ndarray, weight: np.ndarray) -> float:
-    if not active.any():
-        return 0.0
-    idx = np.unique(np.concatenate([e.idx for e, a in zip(elements, active) if a]))
-    return float(weight[idx].sum())
-
-
 @dataclass
 class Fit:
     lattice: Lattice
@@ -240,7 +224,7 @@ def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
 
 
 def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
-               *, prior: float = 0.1, search_scale: float = 0.33, refine_pose: bool = True,
+               *, prior: float = 0.1, search_scale: float = 0.33,
                plausibility=None, pitch_known: bool = False) -> Fit | None:
     """Refine the lattice and piece scale against the mask, then decide every site and edge.
 
@@ -300,15 +284,12 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         [("d", (dx, dy)) for dx, dy in ((-0.06, 0.0), (0.06, 0.0), (0.0, -0.06), (0.0, 0.06))],
         [("p", f) for f in (0.97, 1.03)],
         [("s", (s, hh)) for s, hh in ((0.93, 0.93), (1.07, 1.07))],
-    ]
-    if refine_pose:
         # A pose from vanishing points is a few degrees off; let the photo correct it, then re-centre.
-        steps += [
-            [("t", (dx, 0.0, 1.0)) for dx in (-0.05, 0.05)],
-            [("t", (0.0, dy, 1.0)) for dy in (-0.05, 0.05)],
-            [("t", (0.0, 0.0, f)) for f in (0.82, 1.2)],
-            [("d", (dx, dy)) for dx, dy in ((-0.08, 0.0), (0.08, 0.0), (0.0, -0.08), (0.0, 0.08))],
-        ]
+        [("t", (dx, 0.0, 1.0)) for dx in (-0.05, 0.05)],
+        [("t", (0.0, dy, 1.0)) for dy in (-0.05, 0.05)],
+        [("t", (0.0, 0.0, f)) for f in (0.82, 1.2)],
+        [("d", (dx, dy)) for dx, dy in ((-0.08, 0.0), (0.08, 0.0), (0.0, -0.08), (0.0, 0.08))],
+    ]
     for group in steps:
         cand_best = best
         for kind, val in group:
@@ -319,8 +300,6 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
                 lat = lat.moved(d_ij=val)
             elif kind == "p":
                 lat = lat.moved(pitch_factor=val)
-            elif kind == "a":
-                lat = lat.moved(d_angle=val)
             else:
                 dims = Dims().scaled(*val)
             f = evaluate(lat, dims, init_sites=best.sites, adj=adj)
