@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request, url_for
 
-from . import service
+from . import engine, service
 from .openapi import openapi_document
 from .rules import RULES
 from .service import RequestProblem
@@ -89,8 +89,6 @@ def score():
         raise RequestProblem(415, "send multipart/form-data with a 'photo' field, or a castellan/1 "
                                   "castle as an application/json body")
     if not store:
-        from . import engine
-
         return jsonify(service.score_castle(engine.with_players(castle, players)))
     return _stored_response(service.score_typed_castle(castle, players))
 

@@ -152,10 +152,16 @@ def ruling(adj_id: str):
     return redirect(url_for("pages.result", adj_id=adj.id), code=303)
 
 
+def _judge_page(error: str | None = None, status: int = 200):
+    """The judge form, offering the recent stored castles as states."""
+    recent = service.storage().recent(limit=30, kind="score")
+    return render_template("judge.html", error=error,
+                           recent=[a for a in recent if a.castle is not None]), status
+
+
 @bp.get("/judge")
 def judge():
-    recent = service.storage().recent(limit=30, kind="score")
-    return render_template("judge.html", recent=[a for a in recent if a.castle is not None])
+    return _judge_page()
 
 
 @bp.post("/judge")
@@ -168,9 +174,7 @@ def judge_post():
             states[name] = service.resolve_state(name, file=request.files.get(name), text=text, images=images)
         outcome = service.check_move(states["before"], states["after"], request.form.get("player", ""), images)
     except RequestProblem as exc:
-        recent = service.storage().recent(limit=30, kind="score")
-        return render_template("judge.html", error=exc.message,
-                               recent=[a for a in recent if a.castle is not None]), exc.status
+        return _judge_page(exc.message, exc.status)
     return redirect(url_for("pages.result", adj_id=outcome.adjudication.id), code=303)
 
 
