@@ -8,16 +8,17 @@ from .openapi import openapi_document
 from .rules import RULES
 from .service import RequestProblem
 from .storage import Image
+from .uploads import MB
 
 bp = Blueprint("api", __name__)
 
 
-MAX_JSON_BYTES = 4 * 1024 * 1024  # a castle is a few kB; two castles and slack
+MAX_JSON_BYTES = 4 * MB  # a castle is a few kB; two castles and slack
 
 
 def _json_body() -> dict:
     if (request.content_length or 0) > MAX_JSON_BYTES:
-        raise RequestProblem(413, f"the JSON body is larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; "
+        raise RequestProblem(413, f"the JSON body is larger than {MAX_JSON_BYTES // MB} MB; "
                                   "a castellan/1 castle is a few kB")
     value = request.get_json(silent=True)
     if value is None:
@@ -64,7 +65,7 @@ def rules():
 @bp.post("/api/score")
 def score():
     """Score a photo (multipart field `photo`) or a castellan/1 castle (JSON body or field `castle`).
-    `?store=0` scores a castle without storing it (the correction editor's live score)."""
+    `?store=0` scores a castle without storing it (the editor's live score is POST /preview)."""
     store = request.args.get("store", "1").lower() not in ("0", "false", "no")
     if _is_multipart():
         players = service.parse_players(request.form.getlist("players"))

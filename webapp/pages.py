@@ -5,9 +5,11 @@ from flask import (Blueprint, Response, abort, current_app, jsonify, redirect, r
                    request, url_for)
 
 from . import engine, service
+from .api import MAX_JSON_BYTES
 from .engine import COLOURS
 from .rules import RULES, SOURCE, rule_text
 from .service import RequestProblem
+from .uploads import MB
 
 bp = Blueprint("pages", __name__)
 
@@ -15,7 +17,7 @@ bp = Blueprint("pages", __name__)
 @bp.app_context_processor
 def helpers():
     return {"rule_text": rule_text, "group_findings": group_findings, "COLOURS": COLOURS,
-            "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // (1024 * 1024)}
+            "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // MB}
 
 
 @bp.app_template_filter("sentence")
@@ -74,8 +76,8 @@ def draw():
 @bp.post("/preview")
 def preview():
     """Score a castle without storing it: the correction editor's live score, rendered as HTML."""
-    if (request.content_length or 0) > 4 * 1024 * 1024:
-        return jsonify({"error": "the castle is too large to score (over 4 MB of JSON)"}), 413
+    if (request.content_length or 0) > MAX_JSON_BYTES:
+        return jsonify({"error": f"the castle is too large to score (over {MAX_JSON_BYTES // MB} MB of JSON)"}), 413
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("castle"), dict):
         return jsonify({"error": "send {\"castle\": castellan/1}"}), 400
