@@ -14,9 +14,11 @@ import json
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+from scoring.align import SYMMETRIES, Alignment
 
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".heic")
 HIGH_CONFIDENCE = 0.8
@@ -31,56 +33,31 @@ def _pieces(castle) -> dict[str, set]:
     }
 
 
-_SYMS = [(1, 0, 0, 1), (0, -1, 1, 0), (-1, 0, 0, -1), (0, 1, -1, 0), (1, 0, 0, -1), (-1, 0, 0, 1), (0, 1, 1, 0), (0, -1, -1, 0)]
+def _agreement(moved, truth) -> tuple[int, int, int]:
+    """Matching towers, walls and keeps (same colour within half a step) of two castles."""
+    keeps = sum(any(k.colour == q.colour and abs(k.at[0] - q.at[0]) + abs(k.at[1] - q.at[1]) < 0.6 for q in truth.keeps)
+                for k in moved.keeps)
+    return len(set(moved.towers) & set(truth.towers)), len(set(moved.walls) & set(truth.walls)), keeps
 
 
-def _transform(castle_json: dict, m: tuple[int, int, int, int], d: tuple[float, float]) -> dict:
-    a, b, c, e = m
-
-    def tp(p):
-        return [a * p[0] + b * p[1] + d[0], c * p[0] + e * p[1] + d[1]]
-
-    out = dict(castle_json)
-    out["towers"] = [tp(t) for t in castle_json.get("towers", [])]
-    out["walls"] = [{"from": tp(w["from"]), "to": tp(w["to"])} for w in castle_json.get("walls", [])]
-    out["keeps"] = [dict(k, at=tp(k["at"])) for k in castle_json.get("keeps", [])]
-    return out
-
-
-def _agreement(moved: dict, truth_json: dict) -> tuple[int, int, int]:
-    """Matching towers, walls and keeps (same colour within half a step) of two castle dicts."""
-    t = {tuple(p) for p in truth_json.get("towers", [])}
-    w = {tuple(sorted((tuple(x["from"]), tuple(x["to"])))) for x in truth_json.get("walls", [])}
-    towers = sum(tuple(p) in t for p in moved.get("towers", []))
-    walls = sum(tuple(sorted((tuple(x["from"]), tuple(x["to"])))) in w for x in moved.get("walls", []))
-    keeps = sum(any(k["colour"] == q["colour"] and abs(k["at"][0] - q["at"][0]) + abs(k["at"][1] - q["at"][1]) < 0.6
-                    for q in truth_json.get("keeps", [])) for k in moved.get("keeps", []))
-    return towers, walls, keeps
-
-
-def align(found_json: dict, truth_json: dict) -> dict:
+def align(found, truth):
     """The found castle moved onto the truth's lattice frame by the symmetry and shift that match most.
 
-    Towers vote for the shift; walls and keeps break ties (a symmetric castle has several tower fits).
+    Towers vote for the shift (as in scoring.align); walls and keeps break ties (a symmetric castle has
+    several tower fits, and here the keeps tell them apart).
     """
-    truth_t = {tuple(t) for t in truth_json.get("towers", [])}
-    ft = [tuple(t) for t in found_json.get("towers", [])]
-    if not ft or not truth_t:
-        return found_json
-    best, best_key = found_json, None
-    for m in _SYMS:
-        a, b, c, e = m
-        moved = [(a * x + b * y, c * x + e * y) for x, y in ft]
-        votes: dict[tuple[int, int], int] = defaultdict(int)
-        for p in moved:
-            for q in truth_t:
-                votes[(q[0] - p[0], q[1] - p[1])] += 1
+    if not found.towers or not truth.towers:
+        return found
+    best, best_key = found, None
+    for turns, mirrored in SYMMETRIES:
+        turned = Alignment(turns, mirrored)
+        votes = Counter((q[0] - p[0], q[1] - p[1]) for p in map(turned.map, found.towers) for q in truth.towers)
         top = max(votes.values())
         for d, n in votes.items():
             if n < top:
                 continue
-            cand = _transform(found_json, m, d)
-            key = _agreement(cand, truth_json)
+            cand = Alignment(turns, mirrored, d).apply(found)
+            key = _agreement(cand, truth)
             if best_key is None or key > best_key:
                 best, best_key = cand, key
     return best
@@ -88,9 +65,7 @@ def align(found_json: dict, truth_json: dict) -> dict:
 
 def compare(found, truth) -> dict[str, Any]:
     """Per-kind true/false positives and negatives, keep colour and Double Keep agreement."""
-    from scoring import parse_castle
-
-    fa = parse_castle(align(found.to_json(), truth.to_json()))
+    fa = align(found, truth)
     pf, pt = _pieces(fa), _pieces(truth)
     out: dict[str, Any] = {}
     for kind in ("tower", "short", "long"):
