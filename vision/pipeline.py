@@ -6,6 +6,7 @@ answer is a refusal with advice, never a made-up score.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -16,6 +17,8 @@ from typing import Any, Iterator
 import cv2
 import numpy as np
 
+from scoring import Castle, Keep, Wall, score_castle
+from scoring.castle import LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import FoundKeep, find_keeps
@@ -189,8 +192,6 @@ def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
 
 def build_castle(fit: Fit, keeps: list[FoundKeep]):
     """Turn the decided sites and edges into a scoring.Castle (long walls where no tower splits a run)."""
-    from scoring import Castle, Keep, Wall
-
     towers = {el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"}
     edges = sorted(el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "edge")
     edge_set, used, walls = set(edges), set(), []
@@ -220,8 +221,6 @@ def build_castle(fit: Fit, keeps: list[FoundKeep]):
 
 def _rule_problems(castle) -> int:
     """How many rule violations (and missing pieces of a finished game) a reconstruction has."""
-    from scoring import score_castle
-
     found = score_castle(castle).findings
     return sum(1 for f in found if f.severity == "violation" or (f.rule == "components" and f.severity == "warning"))
 
@@ -233,8 +232,6 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     time, and only when that removes rule problems (G1-G6, piece counts). A Double Keep too many for one
     colour (C5) keeps the most certain one. The confidence still counts these pieces as uncertain.
     """
-    import itertools
-
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
     for k in keeps:
@@ -274,8 +271,8 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     return notes
 
 
-# One box: 32 towers, 30 short and 26 long walls, i.e. 114 unit lattice elements (a long wall covers 2).
-ELEMENTS_PER_SET = 32 + 30 + 2 * 26
+# Unit lattice elements in one box (a long wall covers 2).
+ELEMENTS_PER_SET = TOWERS_PER_SET + SHORT_WALLS_PER_SET + 2 * LONG_WALLS_PER_SET
 
 
 def keep_colours_in_view(keep_label: np.ndarray, region: np.ndarray | None = None, min_area: int = 12) -> int:
@@ -300,8 +297,6 @@ def make_plausibility(sets: int):
     expected = ELEMENTS_PER_SET * sets
 
     def plausibility(fit: Fit) -> float:
-        from scoring import score_castle
-
         castle, _ = build_castle(fit, [])
         n = len(castle.towers) + len(castle.walls)
         if n == 0:
@@ -546,8 +541,6 @@ def _debug_detections(debug_dir: str | None, photo: DecodedPhoto, fit: Fit | Non
 
 def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> PhotoReading:
     """Read a castle from the bytes of a photo. Raises PhotoError when the bytes are not a photo."""
-    from scoring import score_castle
-
     timer = _Timer()
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
