@@ -102,8 +102,7 @@ def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
 
 
 def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08) -> Masks:
-    small = bgr
-    lab0 = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)
+    lab0 = cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
     # Beyond the table's edge the frame may show the room (usually much darker): sample only border
     # pixels of about the table's lightness, so the room does not count as "table".
@@ -114,8 +113,8 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     # White balance from pixels that are not table and not strongly coloured (the plastic).
     chroma0 = np.hypot(lab0[:, :, 1].astype(np.float32) - 128, lab0[:, :, 2].astype(np.float32) - 128)
     cand = (t_like < table_thr) & (chroma0 < 3 * chroma_grey) & (lab0[:, :, 0] > 60)
-    gains = white_balance_gains(small, cand)
-    bal = np.clip(small.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    gains = white_balance_gains(bgr, cand)
+    bal = np.clip(bgr.astype(np.float32) * gains, 0, 255).astype(np.uint8)
     lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
     L = lab[:, :, 0].astype(np.float32)
     a, b = lab[:, :, 1].astype(np.float32) - 128, lab[:, :, 2].astype(np.float32) - 128

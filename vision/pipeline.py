@@ -36,6 +36,7 @@ IN_SPEC_ELEVATION_DEG = 35.0
 WORKING_SIDE = 1280
 
 PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
+NO_CASTLE = "no castle found in the photo: photograph the castle from above so that it fills most of the picture"
 PIECE_MARGIN = 0.1
 
 
@@ -207,9 +208,7 @@ def build_castle(fit: Fit, keeps: list[FoundKeep]):
         else:
             walls.append(Wall.between(p, q))
     # Translate so the castle starts at (0, 0): the lattice origin is arbitrary.
-    pts = list(towers) + [w.a for w in walls] + [w.b for w in walls]
-    ox = min((p[0] for p in pts), default=0)
-    oy = min((p[1] for p in pts), default=0)
+    ox, oy, _, _ = Castle(towers=tuple(towers), walls=tuple(walls)).bounds()
     sh = lambda p: (p[0] - ox, p[1] - oy)  # noqa: E731
     castle = Castle(
         towers=tuple(sorted(sh(t) for t in towers)),
@@ -338,7 +337,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     if masks.brightness < 50:
         return Assessment(0.0, "the photo is too dark: turn on a light or move the castle into brighter light", {"light": 0.0}, findings)
     if region.sum() < 0.002 * region.size:
-        return Assessment(0.0, "no castle found in the photo: photograph the castle from above so that it fills most of the picture", {"castle": 0.0}, findings)
+        return Assessment(0.0, NO_CASTLE, {"castle": 0.0}, findings)
     if pose is None or fit is None:
         return Assessment(0.0, "no castle lattice could be found: photograph the whole castle from higher up, with its walls clearly visible", {"lattice": 0.0}, findings)
     elev = pose.camera.elevation_deg
@@ -356,7 +355,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     active = fit.decision.active
     n_pieces = int(active.sum())
     if n_pieces < 3:
-        return Assessment(0.0, "no castle found in the photo: photograph the castle from above so that it fills most of the picture", {"castle": 0.0}, findings)
+        return Assessment(0.0, NO_CASTLE, {"castle": 0.0}, findings)
     # How well the pieces explain the grey pixels of the castle.
     w = weight_mask.ravel()
     covered = np.zeros(w.shape[0], bool)
