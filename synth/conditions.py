@@ -66,6 +66,8 @@ class Conditions:
     vignetting: float
     jpeg_quality: int
     keep_rotation_seed: int = 0
+    # Phones write the focal length into EXIF; messengers and screenshots often strip it.
+    exif_focal: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -171,6 +173,8 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
         jpeg_quality=int(rng.integers(70, 96)),
         keep_rotation_seed=int(rng.integers(1 << 31)),
     )
+    # Drawn from its own stream so that adding it left every other draw (and older renders) unchanged.
+    c.exif_focal = bool(np.random.default_rng([seed, 0xE71F]).random() < 0.85)
     for key, value in overrides.items():
         setattr(c, key, value)
     return c

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import cv2
 import numpy as np
+from PIL import ExifTags, Image
 
 from synth.conditions import Conditions
 
@@ -85,3 +86,19 @@ def encode_jpeg(bgr: np.ndarray, quality: int) -> bytes:
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 BGR
         raise RuntimeError("JPEG encoding failed")
     return buf.tobytes()
+
+
+def with_phone_exif(jpeg: bytes, focal_35mm: float) -> bytes:
+    """The JPEG with the EXIF block a phone writes: maker, model and the 35 mm equivalent focal length.
+
+    The APP1 segment is spliced in after the start-of-image marker, so the pixels are not re-encoded.
+    """
+    exif = Image.Exif()
+    exif[ExifTags.Base.Make] = "Castellan"
+    exif[ExifTags.Base.Model] = "synth phone"
+    exif.get_ifd(ExifTags.IFD.Exif)[ExifTags.Base.FocalLengthIn35mmFilm] = int(round(focal_35mm))
+    payload = exif.tobytes()
+    if not payload.startswith(b"Exif\x00\x00"):
+        payload = b"Exif\x00\x00" + payload
+    segment = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + segment + jpeg[2:]

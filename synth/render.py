@@ -21,7 +21,7 @@ from synth import geometry as g
 from synth.backend import denoiser, load_mitsuba
 from synth.camera import Camera, fit_camera
 from synth.conditions import Conditions, colour_temperature_rgb, draw_conditions
-from synth.postprocess import develop, encode_jpeg
+from synth.postprocess import develop, encode_jpeg, with_phone_exif
 from synth.scene import KEEP_SRGB, Item, Layout, layout_castle
 from synth.textures import (box_lid_texture, card_texture, srgb_to_linear, stone_texture,
                             table_texture)
@@ -340,6 +340,8 @@ def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 120
     labels = _label_image(mi, scene, layout)
     t2 = time.perf_counter()
     jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
+    if cond.exif_focal:
+        jpeg = with_phone_exif(jpeg, cond.focal_mm)
     timings["develop_s"] = time.perf_counter() - t2
     timings["total_s"] = time.perf_counter() - t0
     truth = _ground_truth(castle, layout, camera, cond, table, labels, int(seed), variant, spp, timings)
