@@ -22,6 +22,7 @@ class Lattice:
     angle: float  # radians, direction of u; v = u rotated by +90 degrees
     pitch: float
     strength: float = 0.0  # 0..1, how periodic the mask looked (a castle is strongly periodic)
+    alternatives: tuple[float, ...] = ()  # other pitches the mask also looked periodic at, clearest first
 
     @property
     def u(self) -> np.ndarray:
@@ -46,7 +47,7 @@ class Lattice:
     def moved(self, d_ij: tuple[float, float] = (0.0, 0.0), pitch_factor: float = 1.0, d_angle: float = 0.0) -> "Lattice":
         """A nearby lattice: origin moved by d_ij lattice steps, pitch scaled about the origin, turned."""
         o = self.origin + self.pitch * (d_ij[0] * self.u + d_ij[1] * self.v)
-        return Lattice(o, self.angle + d_angle, self.pitch * pitch_factor, self.strength)
+        return Lattice(o, self.angle + d_angle, self.pitch * pitch_factor, self.strength, self.alternatives)
 
 
 def dominant_axis_angle(mask: np.ndarray) -> tuple[float, float]:
@@ -68,58 +69,102 @@ def dominant_axis_angle(mask: np.ndarray) -> tuple[float, float]:
     return float(angle), float(abs(z) / total)
 
 
-def _period_and_phase(profile: np.ndarray, min_period: float, max_period: float) -> tuple[float, float, float]:
-    """Best period (samples) in [min_period, max_period], the phase of its peaks, and a 0..1 strength.
+_BETWEEN = np.linspace(0.3, 0.7, 9)
 
-    Scans periods finely with a direct Fourier sum (the profile is short, so this is cheap) and takes
-    the one with the largest normalised amplitude, preferring the fundamental over its harmonics.
+
+def comb_contrast(profile: np.ndarray, periods: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How strongly `profile` is a comb of each period (samples), the phase of its teeth, and its
+    Fourier amplitude there (relative to the profile's energy).
+
+    A castle's projection is a comb: a peak on every lattice line (towers, and the walls across the
+    axis) and less between them. Each candidate period is scored by that contrast: the profile's
+    mean on the candidate's lines minus its highest mean at any offset between them (0.3 to 0.7 of
+    a period), relative to the profile's spread. Unlike the spectrum's peak, this is near zero at any
+    multiple of the true period (some offset between its lines is a lattice line) and low at a fraction
+    of it (some of its lines fall between the true ones), so neither the castle's outline nor the
+    comb's harmonics can win.
     """
     p = profile - profile.mean()
     n = np.arange(len(p))
-    energy = float(np.sqrt(np.sum(p * p) * len(p))) or 1.0
-    periods = np.geomspace(min_period, max_period, 400)
-    basis = np.exp(-2j * np.pi * n[None, :] / periods[:, None])
-    amps = basis @ p
-    strength = np.abs(amps) / energy
-    # The strongest period is the pitch. (Preferring half of it when nearly as strong rescued some
-    # oblique views but broke more top-down ones on the development renders; the reconstruction also
-    # tries twice the pitch against the photo.)
-    chosen = int(np.argmax(strength))
-    period = float(periods[chosen])
-    phase = float((-np.angle(amps[chosen]) / (2 * np.pi) * period) % period)
-    return period, phase, float(strength[chosen])
+    scale = float(np.sqrt(np.mean(p * p))) or 1.0
+    amps = np.exp(-2j * np.pi * n[None, :] / periods[:, None]) @ p
+    phases = (-np.angle(amps) / (2 * np.pi) * periods) % periods
+    contrast = np.empty(len(periods))
+    cum = np.concatenate([[0.0], np.cumsum(p)])
+    edges = np.arange(len(cum), dtype=float)
+    for k, (period, phase) in enumerate(zip(periods, phases)):
+        # Remove the castle's outline first: the local mean over one period (a moving box) is flat
+        # for a true comb but follows the outline for a period as wide as the castle.
+        local = (np.interp(n + 0.5 + period / 2, edges, cum) - np.interp(n + 0.5 - period / 2, edges, cum)) / period
+        r = p - local
+        lines = np.arange(phase, len(p), period)
+        between = max(np.interp(lines + f * period, n, r, right=0.0).mean() for f in _BETWEEN)
+        contrast[k] = (np.interp(lines, n, r).mean() - between) / scale
+    return contrast, phases, np.abs(amps) / (scale * len(p))
+
+
+def _local_maxima(values: np.ndarray, count: int, min_ratio: float = 1.15) -> list[int]:
+    """Indices of the `count` highest local maxima, at least min_ratio apart in index-space scale."""
+    peaks = [i for i in range(len(values)) if values[i] >= values[max(0, i - 1)] and values[i] >= values[min(len(values) - 1, i + 1)]]
+    peaks.sort(key=lambda i: -values[i])
+    chosen: list[int] = []
+    for i in peaks:
+        if all(abs(i - j) > min_ratio for j in chosen):
+            chosen.append(i)
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def _sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.0, step_deg: float = 0.25):
+    """The rotation near `angle` under which the mask's row and column projections are sharpest.
+
+    Walls seen exactly along an axis pile up into narrow peaks; a degree off smears each wall over
+    several columns of a castle ten steps wide. Returns (angle, rotation matrix, aligned mask), the
+    aligned mask having the lattice axes along its columns and rows.
+    """
+    h, w = top_mask.shape
+    centre = (w / 2.0, h / 2.0)
+    src = top_mask.astype(np.float32)
+    best = None
+    for d in np.arange(-span_deg, span_deg + 1e-9, step_deg):
+        a = angle + math.radians(d)
+        rot = cv2.getRotationMatrix2D(centre, math.degrees(a), 1.0)
+        aligned = cv2.warpAffine(src, rot, (w, h), flags=cv2.INTER_LINEAR)
+        sharpness = float(np.var(aligned.sum(axis=0)) + np.var(aligned.sum(axis=1)))
+        if best is None or sharpness > best[0]:
+            best = (sharpness, a, rot, aligned)
+    return best[1], best[2], best[3]
 
 
 def fit_lattice(top_mask: np.ndarray, px_per_unit: float, pitch_range: tuple[float, float],
-                offset: tuple[float, float] = (0.0, 0.0)) -> Lattice | None:
+                offset: tuple[float, float] = (0.0, 0.0), angle_hint: float | None = None) -> Lattice | None:
     """Fit the lattice to a top-view mask whose pixel (c, r) is table point offset + (c, r) / px_per_unit.
 
-    pitch_range is the allowed pitch in table units. Returns None when the mask shows no lattice.
+    pitch_range is the allowed pitch in table units; angle_hint, when known (the wall direction the
+    pose was measured from), replaces the mask's own axis estimate as the start of the angle search.
+    Returns None when the mask shows no lattice.
     """
     if top_mask.sum() < 50:
         return None
     angle, clarity = dominant_axis_angle(top_mask)
-    h, w = top_mask.shape
-    centre = (w / 2.0, h / 2.0)
-    rot = cv2.getRotationMatrix2D(centre, math.degrees(angle), 1.0)
-    # After this warp, the lattice axes are the image axes (u along columns, v along rows).
-    aligned = cv2.warpAffine(top_mask.astype(np.float32), rot, (w, h), flags=cv2.INTER_LINEAR)
+    if angle_hint is not None:
+        angle = angle_hint % (math.pi / 2)
+    angle, rot, aligned = _sharpest_alignment(top_mask, angle)
     lo, hi = pitch_range[0] * px_per_unit, pitch_range[1] * px_per_unit
-    col_prof = aligned.sum(axis=0)
-    row_prof = aligned.sum(axis=1)
-    pc, phc, sc = _period_and_phase(col_prof, lo, hi)
-    pr, phr, sr = _period_and_phase(row_prof, lo, hi)
-    # Both axes share one pitch; average weighted by how clearly each was seen.
-    period = (pc * sc + pr * sr) / max(1e-9, sc + sr)
-    # Recompute phases at the common period.
-    def phase_at(prof: np.ndarray) -> float:
-        n = np.arange(len(prof))
-        a = np.sum((prof - prof.mean()) * np.exp(-2j * np.pi * n / period))
-        return float((-np.angle(a) / (2 * np.pi) * period) % period)
-
+    periods = np.geomspace(lo, hi, 400)
+    # Both axes share one pitch: the period where the two combs together are clearest.
+    cc, phc, ac = comb_contrast(aligned.sum(axis=0), periods)
+    cr, phr, ar = comb_contrast(aligned.sum(axis=1), periods)
+    contrast = cc + cr
+    peaks = _local_maxima(contrast, 4, min_ratio=len(periods) * math.log(1.15) / math.log(hi / lo))
+    # The contrast finds the right comb but is flat near its top (wide teeth); the Fourier amplitude
+    # peaks sharply at the exact period, so it places the pitch within that neighbourhood.
+    near = np.nonzero(np.abs(np.log(periods / periods[peaks[0]])) < 0.06)[0]
+    chosen = int(near[np.argmax((ac + ar)[near])])
+    period = float(periods[chosen])
     # Peaks of the projections are lattice lines (towers and walls sit on them).
-    x0 = phase_at(col_prof)
-    y0 = phase_at(row_prof)
+    x0, y0 = float(phc[chosen]), float(phr[chosen])
     # Aligned pixel (x0, y0) -> top-view pixel by the inverse rotation -> table units.
     inv = cv2.invertAffineTransform(rot)
     o_px = inv @ np.array([x0, y0, 1.0])
@@ -127,5 +172,7 @@ def fit_lattice(top_mask: np.ndarray, px_per_unit: float, pitch_range: tuple[flo
     # getRotationMatrix2D rotates counter-clockwise in image terms, so aligned x = top-view direction angle.
     u_px = inv[:, :2] @ np.array([1.0, 0.0])
     lat_angle = math.atan2(u_px[1], u_px[0])
-    strength = float(min(1.0, (sc + sr) / 2.0 * 2.0)) * clarity
-    return Lattice(origin=o_px / px_per_unit + np.asarray(offset, float), angle=lat_angle, pitch=period / px_per_unit, strength=strength)
+    strength = float(np.clip(contrast[chosen] / 4.0, 0, 1)) * clarity
+    alternatives = tuple(float(periods[i] / px_per_unit) for i in peaks[1:] if contrast[i] > 0.5 * contrast[chosen])
+    return Lattice(origin=o_px / px_per_unit + np.asarray(offset, float), angle=lat_angle, pitch=period / px_per_unit,
+                   strength=strength, alternatives=alternatives)

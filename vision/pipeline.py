@@ -11,7 +11,7 @@ import math
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 import cv2
@@ -38,6 +38,7 @@ WORKING_SIDE = 1280
 PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
 NO_CASTLE = "no castle found in the photo: photograph the castle from above so that it fills most of the picture"
 PIECE_MARGIN = 0.1
+KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
 
 
 @dataclass
@@ -179,7 +180,9 @@ def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
     tv = top_view(mask, pose.camera, 0.0)
     if tv is None:
         return None
-    lat = fit_lattice(tv[0], tv[1], pitch_range, tv[2])
+    # A pose from vanishing points has its x axis along a wall direction.
+    hint = 0.0 if pose.source == "castle" else None
+    lat = fit_lattice(tv[0], tv[1], pitch_range, tv[2], angle_hint=hint)
     if lat is None:
         return None
     # Refit on the plane of the wall tops: there the pieces' tops line up with their footprints.
@@ -187,8 +190,8 @@ def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
     tv = top_view(mask, pose.camera, z)
     if tv is None:
         return lat
-    lat2 = fit_lattice(tv[0], tv[1], (lat.pitch * 0.85, lat.pitch * 1.15), tv[2])
-    return lat2 if lat2 is not None else lat
+    lat2 = fit_lattice(tv[0], tv[1], (lat.pitch * 0.85, lat.pitch * 1.15), tv[2], angle_hint=lat.angle)
+    return replace(lat2, alternatives=lat.alternatives) if lat2 is not None else lat
 
 
 def build_castle(fit: Fit, keeps: list[FoundKeep]):
@@ -374,7 +377,11 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     sized = np.array([len(el.idx) > 0 for el in fit.elements])
     weak = int(np.sum((m < PIECE_MARGIN) & sized))
     f["pieces"] = float(0.9 ** weak * (0.5 if weak > 3 else 1.0))
-    f["keeps"] = float(min((k.confidence for k in keeps), default=0.5 if score is not None else 0.0))
+    # Each keep read without certainty (its colour, or single or double) could change a score; like the
+    # walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
+    # every castle of two sets: one of its 24 keeps was always seen poorly.)
+    weak_keeps = sum(1 for k in keeps if k.confidence < KEEP_DOUBT)
+    f["keeps"] = float(0.85 ** weak_keeps) if keeps else (0.5 if score is not None else 0.0)
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
     f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))
@@ -430,8 +437,6 @@ def _apply_profile(photo: DecodedPhoto, profile) -> DecodedPhoto:
     """A calibrated camera (calibration.profiles) replaces the EXIF guess and removes lens distortion."""
     if profile is None:
         return photo
-    from dataclasses import replace
-
     from calibration.camera import camera_for_photo, undistort_image
 
     h, w = photo.bgr.shape[:2]

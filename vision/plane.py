@@ -158,43 +158,42 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | No
     total = sum(v[1] for v in vps)
     Ninv = np.linalg.inv(N)
     best = None
-    # The two wall directions: the strongest pair of families that is orthogonal under the focal length.
+    # The strongest pair of orthogonal families, read either as the two wall directions or as one wall
+    # direction and the vertical (the towers' upright edges); the table normal they imply must look
+    # like a table seen by a phone held upright.
     for a in range(len(vps)):
-        for b in range(a + 1, len(vps)):
+        for b in range(len(vps)):
+            if a == b:
+                continue
             va, vb = Ninv @ vps[a][0], Ninv @ vps[b][0]
             K = _pair_intrinsics(va, vb, w, h, exif_focal)
             if K is None:
                 continue
-            da, db = np.linalg.solve(K, va), np.linalg.solve(K, vb)
-            da /= np.linalg.norm(da)
-            db /= np.linalg.norm(db)
+            da, db = _unit(np.linalg.solve(K, va)), _unit(np.linalg.solve(K, vb))
             ortho = abs(float(da @ db))
             support = (vps[a][1] + vps[b][1]) / total
-            up = np.cross(da, db)
-            up /= max(1e-12, np.linalg.norm(up))
-            # The optical axis must look down onto the table at 20 degrees or more: a pair that
-            # includes the vertical edges' vanishing point gives a "table" seen edge-on.
-            elev = math.degrees(math.asin(min(1.0, abs(float(up[2])))))
-            score = support - 2.0 * ortho - (5.0 if elev < 20.0 else 0.0)
-            # A third family along the implied vertical confirms the pair.
+            if a < b:  # a and b are the walls: the table normal is across them
+                up, r1 = _unit(np.cross(da, db)), da
+                score = support - 2.0 * ortho
+            else:  # a is a wall, b the vertical: a wall family seen edge-on, with fewer long edges
+                up, r1 = db, da
+                score = support - 2.0 * ortho - 0.25
+            if up[2] > 0:  # the normal points back towards the camera (which looks along +z)
+                up = -up
+            score -= _implausible_table(up)
+            # A third family along the implied vertical (or the other wall direction) confirms it.
             for c in range(len(vps)):
                 if c not in (a, b):
-                    dc = np.linalg.solve(K, Ninv @ vps[c][0])
-                    dc /= np.linalg.norm(dc)
-                    if abs(float(dc @ up)) > 0.97:
+                    dc = _unit(np.linalg.solve(K, Ninv @ vps[c][0]))
+                    if abs(float(dc @ (up if a < b else np.cross(up, r1)))) > 0.97:
                         score += 0.3 * vps[c][1] / total
             if best is None or score > best[0]:
-                best = (score, da, db, K, ortho, support)
+                best = (score, up, r1, K, ortho, support)
     if best is None:
         return None
-    _, da, db, K, ortho, support = best
-    # Symmetric orthogonalisation of the two directions.
-    u, _, vt = np.linalg.svd(np.stack([da, db], axis=1), full_matrices=False)
-    r12 = u @ vt
-    r1, r2 = r12[:, 0], r12[:, 1]
-    up = np.cross(r1, r2)
-    if up[2] > 0:  # the table normal must point back towards the camera (which looks along +z)
-        up = -up
+    _, up, r1, K, ortho, support = best
+    r1 = _unit(r1 - (r1 @ up) * up)
+    r2 = np.cross(up, r1)
     ys, xs = np.nonzero(region)
     c = np.array([xs.mean(), ys.mean(), 1.0]) if len(xs) else np.array([w / 2, h / 2, 1.0])
     ray = np.linalg.solve(K, c)
@@ -204,6 +203,22 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | No
     quality = float(np.clip(support, 0, 1) * np.clip(1 - ortho / 0.2, 0, 1))
     fsrc = "exif" if exif_focal is not None else ("vanishing-points" if K[0, 0] != intrinsics(w, h)[0, 0] else "default")
     return TablePose(cam, "castle", "camera-height", quality, fsrc)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(1e-12, float(np.linalg.norm(v)))
+
+
+def _implausible_table(up: np.ndarray) -> float:
+    """Penalty for a table normal (camera frame, pointing at the camera) no photo of a table has.
+
+    The camera must look down onto the table at 20 degrees or more, and a phone is held upright: the
+    table's "up" points to the top of the picture (its y component is negative) unless the view is
+    nearly straight down. A wall face mistaken for the table breaks the second test even when its
+    apparent elevation looks plausible.
+    """
+    elev = math.degrees(math.asin(min(1.0, abs(float(up[2])))))
+    return (5.0 if elev < 20.0 else 0.0) + (5.0 if up[1] > 0.15 else 0.0)
 
 
 def _pair_intrinsics(va: np.ndarray, vb: np.ndarray, w: int, h: int, exif_focal: float | None) -> np.ndarray | None:

@@ -249,10 +249,17 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         dec = icm(els, weight, prior=prior)
         return Fit(lat, cam, dims, els, dec, sites, adj)
 
-    # The spectrum of a top view can peak at half the true pitch (a harmonic); let the synthesis decide.
-    best, best_key, base_score = None, 0.0, 0.0
+    # The top view's comb can also look periodic at other pitches, and its phase is biased by the
+    # pieces' lean (half a step off puts every line between the pieces): let the synthesis decide.
+    best, best_key, best_plaus, base_score = None, 0.0, 0.0, 0.0
     quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
-    candidates = ((1.0, ((0.0, 0.0),)), (2.0, ((0.0, 0.0),)), (0.5, quarter), (1 / 3, quarter))
+    sixteenth = tuple((dx, dy) for dx in (0.0, 0.25, 0.5, -0.25) for dy in (0.0, 0.25, 0.5, -0.25))
+    factors: list[float] = [1.0]
+    for f in [a / lattice.pitch for a in lattice.alternatives] + [2.0, 0.5, 1 / 3]:
+        if all(abs(np.log(f / g)) > 0.1 for g in factors):
+            factors.append(f)
+    candidates = [(f, ((0.0, 0.0),) if f >= 1.5 else quarter) for f in factors]
+    candidates[0] = (1.0, sixteenth)
     for factor, offsets in candidates[:1] if pitch_known else candidates:
         for off in offsets:
             lat = lattice.moved(pitch_factor=factor).moved(d_ij=off)
@@ -266,14 +273,14 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             log.debug("pitch candidate x%.3f offset %s: fit %.0f, plausibility %.3f, %d pieces",
                       factor, off, f.decision.score, plaus, int(f.decision.active.sum()))
             if factor == 1.0:
-                base_score = f.decision.score
+                base_score = max(base_score, f.decision.score)
             elif f.decision.score < 1.1 * base_score:
-                continue  # a harmonic must explain clearly more of the photo, not just break fewer rules
+                continue  # another pitch must explain clearly more of the photo, not just break fewer rules
             if best is None or f_key > best_key:
-                best, best_key = f, f_key
+                best, best_key, best_plaus = f, f_key, plaus
         expected = getattr(plausibility, "expected_elements", None)
-        if factor == 1.0 and best is not None and plaus >= 0.4 and (expected is None or best.decision.active.sum() >= 0.6 * expected):
-            break  # the spectrum's pitch already gives a plausible, full-sized castle: no harmonic search
+        if factor == 1.0 and best is not None and best_plaus >= 0.4 and (expected is None or best.decision.active.sum() >= 0.6 * expected):
+            break  # the top view's pitch already gives a plausible, full-sized castle: no other pitch
     if best is None:
         return None
     # Coordinate search: origin (the lattice phase from the top view is biased by the pieces' lean),
