@@ -116,12 +116,21 @@ def _local_maxima(values: np.ndarray, count: int, min_ratio: float = 1.15) -> li
     return chosen
 
 
-def _sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.0, step_deg: float = 0.25):
+def projection_sharpness(aligned: np.ndarray) -> float:
+    """How peaked the row and column projections of a mask are (scale-free: variance over mean squared)."""
+    total = 0.0
+    for axis in (0, 1):
+        prof = aligned.sum(axis=axis)
+        total += float(np.var(prof) / max(1e-9, np.mean(prof) ** 2))
+    return total
+
+
+def sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.0, step_deg: float = 0.25):
     """The rotation near `angle` under which the mask's row and column projections are sharpest.
 
     Walls seen exactly along an axis pile up into narrow peaks; a degree off smears each wall over
-    several columns of a castle ten steps wide. Returns (angle, rotation matrix, aligned mask), the
-    aligned mask having the lattice axes along its columns and rows.
+    several columns of a castle ten steps wide. Returns (angle, rotation matrix, aligned mask,
+    sharpness), the aligned mask having the lattice axes along its columns and rows.
     """
     h, w = top_mask.shape
     centre = (w / 2.0, h / 2.0)
@@ -131,10 +140,10 @@ def _sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.
         a = angle + math.radians(d)
         rot = cv2.getRotationMatrix2D(centre, math.degrees(a), 1.0)
         aligned = cv2.warpAffine(src, rot, (w, h), flags=cv2.INTER_LINEAR)
-        sharpness = float(np.var(aligned.sum(axis=0)) + np.var(aligned.sum(axis=1)))
+        sharpness = projection_sharpness(aligned)
         if best is None or sharpness > best[0]:
             best = (sharpness, a, rot, aligned)
-    return best[1], best[2], best[3]
+    return best[1], best[2], best[3], best[0]
 
 
 def fit_lattice(top_mask: np.ndarray, px_per_unit: float, pitch_range: tuple[float, float],
@@ -150,7 +159,7 @@ def fit_lattice(top_mask: np.ndarray, px_per_unit: float, pitch_range: tuple[flo
     angle, clarity = dominant_axis_angle(top_mask)
     if angle_hint is not None:
         angle = angle_hint % (math.pi / 2)
-    angle, rot, aligned = _sharpest_alignment(top_mask, angle)
+    angle, rot, aligned, _ = sharpest_alignment(top_mask, angle)
     lo, hi = pitch_range[0] * px_per_unit, pitch_range[1] * px_per_unit
     periods = np.geomspace(lo, hi, 400)
     # Both axes share one pitch: the period where the two combs together are clearest.

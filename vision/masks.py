@@ -101,6 +101,22 @@ def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return np.clip(gains, 0.75, 1.33).astype(np.float32)
 
 
+def glare_spots(grey: np.ndarray, lightness: np.ndarray, size_frac: float = 0.05, max_edge_density: float = 0.01) -> np.ndarray:
+    """Parts of the grey mask that are a lamp's reflection on a glossy table, not pieces.
+
+    A reflection washes the table out to white over one big, smooth patch, often touching the
+    castle. Pieces are full of edges (outlines, slots, crenellations, shadows) and even a tower's top
+    is smaller than `size_frac` of the photo, so glare is what remains of the edge-free grey pixels
+    after an opening with a disk that large.
+    """
+    d = max(5, int(round(size_frac * max(grey.shape))) | 1)
+    edges = cv2.Canny(np.clip(lightness, 0, 255).astype(np.uint8), 20, 50).astype(np.float32) / 255.0
+    density = cv2.boxFilter(edges, -1, (d, d))
+    smooth = (grey & (density < max_edge_density)).astype(np.uint8)
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d))
+    return cv2.morphologyEx(smooth, cv2.MORPH_OPEN, disk).astype(bool)
+
+
 def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08) -> Masks:
     lab0 = cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
@@ -124,6 +140,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     t_like_bal = table_likelihood(lab, border)
     grey = neutral & (t_like_bal < table_thr) & (L > 30)
     grey = cv2.morphologyEx(grey.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8)).astype(bool)
+    grey &= ~glare_spots(grey, L)
 
     hsv = cv2.cvtColor(bal, cv2.COLOR_BGR2HSV)
     hue = hsv[:, :, 0].astype(np.float32)

@@ -1,0 +1,39 @@
+"""The grey-piece mask: a lamp's reflection on a glossy table is not a piece, a castle's walls are."""
+import numpy as np
+
+from vision.masks import glare_spots
+
+
+def _walls_and_glare(size: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    lightness = np.full((size, size), 90.0) + rng.normal(0, 2, (size, size))  # a dark, slightly noisy table
+    walls = np.zeros((size, size), bool)
+    for k in range(40, 200, 30):  # a lattice of walls: grey, a few pixels thick, with crenel marks
+        walls[k:k + 5, 40:200] = True
+        walls[40:200, k:k + 5] = True
+    lightness[walls] = 160.0
+    lightness[walls & (np.indices(walls.shape).sum(axis=0) % 7 == 0)] = 120.0
+    # A reflection fades out softly; where it is bright enough it passes for grey plastic.
+    yy, xx = np.indices((size, size))
+    spot = 150.0 * np.exp(-((xx - 300) ** 2 + (yy - 300) ** 2) / (2 * 60.0 ** 2))
+    lightness = np.where(walls, lightness, lightness + spot)
+    glare = (spot > 70.0) & ~walls
+    return walls, glare, lightness, walls | glare
+
+
+def test_a_smooth_bright_reflection_is_glare_and_the_walls_are_not():
+    walls, glare, lightness, grey = _walls_and_glare()
+    found = glare_spots(grey, lightness)
+    assert found[glare].mean() > 0.8
+    assert found[walls].mean() < 0.01
+
+
+def test_glare_touching_the_castle_is_still_told_apart():
+    walls, glare, lightness, grey = _walls_and_glare()
+    bridge = np.zeros_like(grey)
+    bridge[195:205, 195:250] = True  # a wall running into the reflection joins them in one blob
+    grey = grey | bridge
+    lightness[bridge] = 160.0
+    found = glare_spots(grey, lightness)
+    assert found[glare].mean() > 0.7
+    assert found[walls].mean() < 0.01
