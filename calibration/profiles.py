@@ -189,6 +189,18 @@ class PieceSize:
                 "height_mm": None if self.height_mm is None else round(self.height_mm, 2)}
 
 
+# Spec sizes (mm) as shares of the 54 mm lattice pitch, to tell a mis-measured profile from a set of
+# another size: (kind, field, index or None for the height, nominal mm).
+_NOMINAL_SHARES = (("tower", "footprint_mm", 0, 22.0), ("tower", "height_mm", None, 42.0),
+                   ("short_wall", "footprint_mm", 1, 9.0), ("short_wall", "height_mm", None, 30.0),
+                   ("long_wall", "footprint_mm", 0, 86.0), ("long_wall", "footprint_mm", 1, 9.0),
+                   ("long_wall", "height_mm", None, 30.0),
+                   ("keep", "footprint_mm", 0, 16.0), ("keep", "height_mm", None, 22.0))
+# The spec allows +-20 % for a whole set; one piece's size relative to the pitch varies far less.
+# Beyond this factor the piece was measured wrong (lying down, two pieces touching).
+PROPORTION_FACTOR = 1.5
+
+
 @dataclass(frozen=True)
 class PieceProfile:
     """Measured sizes of one set's pieces (mm)."""
@@ -205,6 +217,29 @@ class PieceProfile:
 
     def to_json(self) -> dict:
         return {k: getattr(self, k).to_json() for k in PIECE_KINDS}
+
+    def check_proportions(self, source: str = "profile", where: str = "pieces") -> "PieceProfile":
+        """Raise ProfileError naming the field when a size cannot belong to one Castellan set: each
+        size, as a share of the lattice pitch (tower side + short wall length), within a factor of
+        PROPORTION_FACTOR of the spec's share. Returns self."""
+        pitch = self.lattice_pitch_mm
+        tower_share = self.tower.footprint_mm[0] / pitch
+        if not 22.0 / 54 / PROPORTION_FACTOR <= tower_share <= min(0.9, 22.0 / 54 * PROPORTION_FACTOR):
+            raise _fail(source, f"{where}.tower.footprint_mm and {where}.short_wall.footprint_mm",
+                        f"give a tower of {self.tower.footprint_mm[0]:g} mm and a short wall of "
+                        f"{self.short_wall.footprint_mm[0]:g} mm, which no Castellan set has (about 22 and 32 mm): "
+                        "measure the pieces again with `castellan calibrate pieces`")
+        for kind, key, index, nominal in _NOMINAL_SHARES:
+            size = getattr(self, kind)
+            value = size.height_mm if index is None else size.footprint_mm[index]
+            if value is None:
+                continue
+            share, expected = value / pitch, nominal / 54.0
+            if not expected / PROPORTION_FACTOR <= share <= expected * PROPORTION_FACTOR:
+                raise _fail(source, f"{where}.{kind}.{key}",
+                            f"gives {value:g} mm where a set with a {pitch:.1f} mm lattice pitch has about "
+                            f"{expected * pitch:.0f} mm: measure the pieces again with `castellan calibrate pieces`")
+        return self
 
     @classmethod
     def from_json(cls, obj: Any, source: str = "profile", where: str = "pieces") -> "PieceProfile":
@@ -224,7 +259,7 @@ class PieceProfile:
                 raise _fail(source, f"{w}.footprint_mm", f"must be between 1 and 300 mm, got {fp!r}")
             h = _number(p.get("height_mm"), source, f"{w}.height_mm", positive=True, optional=True)
             sizes[kind] = PieceSize((max(fp), min(fp)), h)
-        return cls(**sizes)
+        return cls(**sizes).check_proportions(source, where)
 
 
 @dataclass(frozen=True)

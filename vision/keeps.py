@@ -14,10 +14,7 @@ import numpy as np
 
 from vision.camera import Camera
 from vision.masks import KEEP_COLOURS
-from vision.reconstruct import TOWER_H, TOWER_HALF, Dims
-
-KEEP_HALF = 8.0 / 54
-KEEP_H = 22.0 / 54
+from vision.reconstruct import Dims
 # Pixels between where a single and a Double Keep's top would be seen: below this, the photo cannot
 # show which one it is.
 MIN_LEAN_PX = 6.0
@@ -56,15 +53,13 @@ def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> 
 
 def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
                castle: np.ndarray | None = None) -> list[FoundKeep]:
-    """Keeps in the photo (cam in lattice units; dims gives the fitted piece scale).
+    """Keeps in the photo (cam in lattice units; dims gives the keep's size, at the fitted piece scale).
 
     `ground` marks table pixels: outside the castle (`castle` mask) a keep stands on the table, so a
     coloured blob surrounded by something else (the game box's print, a card) is not a keep. Inside
     the castle a keep's surroundings are walls, shadows and its own dark sides, so no such test.
     """
-    size = dims.tower_half / TOWER_HALF
-    height = dims.tower_h / TOWER_H
-    half, h1 = KEEP_HALF * size, KEEP_H * height
+    half, h1 = dims.keep_half, dims.keep_h
     found: list[FoundKeep] = []
     H, W = keep_label.shape
     for li, colour in enumerate(KEEP_COLOURS, start=1):

@@ -10,12 +10,14 @@ the pieces' grey plastic is the neutral reference.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import cv2
 import numpy as np
+from skimage import color
 
 KEEP_COLOURS = ("red", "yellow", "green", "blue")
-# Hue centres on OpenCV's 0..180 scale, after white balance.
+# Hue centres on OpenCV's 0..180 scale, after white balance: typical keeps, used without a colour profile.
 HUE_CENTRES = {"red": 0.0, "yellow": 27.0, "green": 62.0, "blue": 112.0}
 
 _L_BINS, _AB_BINS = 16, 48
@@ -101,6 +103,13 @@ def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return np.clip(gains, 0.75, 1.33).astype(np.float32)
 
 
+def balanced_hue(lab: Sequence[float], gains: np.ndarray) -> float:
+    """OpenCV hue (0..180) of a CIELAB colour (sRGB, D65, as skimage reads photos) after BGR `gains`."""
+    rgb = color.lab2rgb(np.asarray(lab, np.float64).reshape(1, 1, 3))
+    bgr = np.clip(rgb[:, :, ::-1] * np.asarray(gains, np.float64), 0, 1).astype(np.float32)
+    return float(cv2.cvtColor(bgr, cv2.COLOR_BGR2HSV)[0, 0, 0]) / 2.0  # float HSV hue is 0..360
+
+
 def glare_spots(grey: np.ndarray, lightness: np.ndarray, size_frac: float = 0.05, max_edge_density: float = 0.01) -> np.ndarray:
     """Parts of the grey mask that are a lamp's reflection on a glossy table, not pieces.
 
@@ -117,7 +126,19 @@ def glare_spots(grey: np.ndarray, lightness: np.ndarray, size_frac: float = 0.05
     return cv2.morphologyEx(smooth, cv2.MORPH_OPEN, disk).astype(bool)
 
 
-def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08) -> Masks:
+def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08,
+                  hue_centres: Mapping[str, float] = HUE_CENTRES,
+                  keep_lab: Mapping[str, Sequence[float]] | None = None) -> Masks:
+    """The masks of one photo.
+
+    `hue_centres` (OpenCV hue 0..180 after white balance, one per KEEP_COLOURS name) label keep pixels
+    by the nearest centre. `keep_lab` are keep colours as photographed under this light (CIELAB, from
+    a colour profile): each named colour's centre becomes its hue after this photo's white balance,
+    so a calibration photo and this one need not share the camera's white balance.
+    """
+    missing = [c for c in KEEP_COLOURS if c not in hue_centres]
+    if missing:
+        raise ValueError(f"hue_centres has no hue for {', '.join(missing)} (needs one per keep colour: {', '.join(KEEP_COLOURS)})")
     lab0 = cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
     # Beyond the table's edge the frame may show the room (usually much darker): sample only border
@@ -131,6 +152,10 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     cand = (t_like < table_thr) & (chroma0 < 3 * chroma_grey) & (lab0[:, :, 0] > 60)
     gains = white_balance_gains(bgr, cand)
     bal = np.clip(bgr.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    centres = dict(hue_centres)
+    for name, lab_ref in (keep_lab or {}).items():
+        centres[name] = balanced_hue(lab_ref, gains)
+    centres = [centres[c] for c in KEEP_COLOURS]  # label li is KEEP_COLOURS[li - 1]
     lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
     L = lab[:, :, 0].astype(np.float32)
     a, b = lab[:, :, 1].astype(np.float32) - 128, lab[:, :, 2].astype(np.float32) - 128
@@ -150,7 +175,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         & (t_like_colour < 0.3)
     label = np.zeros(hue.shape, np.uint8)
     if keep.any():
-        d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in HUE_CENTRES.values()])
+        d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in centres])
         label = (np.argmin(d, axis=0) + 1).astype(np.uint8)
         label[~keep] = 0
         # On a cloth of a keep colour (green felt, blue gingham) the cloth's shadows have that hue too;
@@ -159,7 +184,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         if sat_border.mean() > 0.5 * border.mean():
             t_hue = float(np.median(hue[sat_border]))
             t_val = float(np.median(hsv[:, :, 2][sat_border]))
-            dists = [min(abs(t_hue - c), 180 - abs(t_hue - c)) for c in HUE_CENTRES.values()]
+            dists = [min(abs(t_hue - c), 180 - abs(t_hue - c)) for c in centres]
             li = int(np.argmin(dists)) + 1
             if dists[li - 1] < 15:
                 # Judge whole blobs by their brightest part, so a keep keeps its shaded sides (its

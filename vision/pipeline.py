@@ -26,7 +26,8 @@ from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
 from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
-from vision.reconstruct import TOWER_H, TOWER_HALF, Fit, element_boxes, fit_castle
+from vision.profile import ReadingSettings, settings_from_profile
+from vision.reconstruct import TOWER_H, TOWER_HALF, Dims, Fit, element_boxes, fit_castle
 
 # Below this a reading is refused. Chosen so that no wrong score is given with high confidence on the
 # development renders (see benchmarks/vision_benchmark.py); re-check it whenever the pipeline changes.
@@ -171,10 +172,12 @@ def table_pose(photo: DecodedPhoto, grey: np.ndarray) -> TablePose | None:
     return best
 
 
-def lattice_from_pose(pose: TablePose, mask: np.ndarray) -> Lattice | None:
-    """Pitch range from the unit: mm (mat) or camera heights (castle-only, scale still unknown)."""
+def lattice_from_pose(pose: TablePose, mask: np.ndarray, *, pitch_mm_range: tuple[float, float] = PITCH_MM_RANGE,
+                      wall_top_mm: float = 30.0) -> Lattice | None:
+    """Pitch range from the unit: mm (mat; a piece profile narrows it) or camera heights (castle-only,
+    scale still unknown)."""
     if pose.unit == "mm":
-        pitch_range, z_top = PITCH_MM_RANGE, 30.0
+        pitch_range, z_top = pitch_mm_range, wall_top_mm
     else:
         pitch_range, z_top = (0.025, 0.3), None
     tv = top_view(mask, pose.camera, 0.0)
@@ -463,13 +466,15 @@ def _mask_out_mat(masks: Masks, mat_corners: np.ndarray) -> np.ndarray:
     return castle_region(masks.grey)
 
 
-def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarray) -> tuple[Fit | None, np.ndarray]:
-    """Decide every tower and wall on the lattice; also the pixel weights the self-check reuses."""
+def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarray,
+               dims: Dims = Dims()) -> tuple[Fit | None, np.ndarray]:
+    """Decide every tower and wall on the lattice (starting from piece sizes `dims`); also the pixel
+    weights the self-check reuses."""
     dont_care = masks.keep
     soft = masks.grey_soft * region
     sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
     fit = fit_castle(pose.camera, lattice, soft, dont_care,
-                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm")
+                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm", dims=dims)
     weight = 2.0 * soft - 1.0
     weight[dont_care] = 0.0
     return fit, weight
@@ -546,10 +551,11 @@ def _debug_detections(debug_dir: str | None, photo: DecodedPhoto, fit: Fit | Non
 def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> PhotoReading:
     """Read a castle from the bytes of a photo. Raises PhotoError when the bytes are not a photo."""
     timer = _Timer()
+    settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
     with timer.stage("masks"):
-        masks = compute_masks(photo.bgr)
+        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab)
         region = castle_region(masks.grey)
     for name, img in (("01_balanced", masks.balanced), ("02_grey_mask", masks.grey),
                       ("03_keep_mask", masks.keep), ("04_castle_region", region)):
@@ -563,11 +569,12 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
                 region = _mask_out_mat(masks, pose.mat_corners)
         if pose is not None:
             with timer.stage("lattice"):
-                lattice = lattice_from_pose(pose, masks.grey & region)
+                lattice = lattice_from_pose(pose, masks.grey & region, pitch_mm_range=settings.pitch_mm_range(PITCH_MM_RANGE),
+                                            wall_top_mm=settings.wall_top_mm)
             if lattice is not None:
                 _debug_rectified(debug_dir, photo, pose, masks.grey & region)
                 with timer.stage("pieces"):
-                    fit, weight = fit_pieces(pose, lattice, masks, region)
+                    fit, weight = fit_pieces(pose, lattice, masks, region, settings.dims)
 
     keeps: list[FoundKeep] = []
     castle = score = None

@@ -26,17 +26,24 @@ TOWER_HALF = 11.0 / 54
 TOWER_H = 42.0 / 54
 WALL_HALF = 4.5 / 54
 WALL_H = 30.0 / 54
+KEEP_HALF = 8.0 / 54
+KEEP_H = 22.0 / 54
 
 
 @dataclass(frozen=True)
 class Dims:
+    """Piece sizes in lattice steps: the nominal ones, or a set's measured ones (vision.profile)."""
+
     tower_half: float = TOWER_HALF
     tower_h: float = TOWER_H
     wall_half: float = WALL_HALF
     wall_h: float = WALL_H
+    keep_half: float = KEEP_HALF
+    keep_h: float = KEEP_H
 
     def scaled(self, size: float, height: float) -> "Dims":
-        return Dims(self.tower_half * size, self.tower_h * height, self.wall_half * size, self.wall_h * height)
+        return Dims(self.tower_half * size, self.tower_h * height, self.wall_half * size, self.wall_h * height,
+                    self.keep_half * size, self.keep_h * height)
 
 
 @dataclass
@@ -225,13 +232,15 @@ def _weights(mask: np.ndarray, dont_care: np.ndarray | None) -> np.ndarray:
 
 def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care: np.ndarray | None = None,
                *, prior: float = 0.1, search_scale: float = 0.33,
-               plausibility=None, pitch_known: bool = False) -> Fit | None:
+               plausibility=None, pitch_known: bool = False, dims: Dims = Dims()) -> Fit | None:
     """Refine the lattice and piece scale against the mask, then decide every site and edge.
 
     cam_table is the camera in table units; the lattice maps lattice steps to table units. The search
     over lattice offset, pitch and piece scale runs on a downscaled mask (it only needs to be right to
-    a fraction of a pitch); the final decisions use the full-resolution mask.
+    a fraction of a pitch); the final decisions use the full-resolution mask. `dims` are the piece
+    sizes the search starts from and scales (a set's measured sizes, or the nominal ones).
     """
+    start_dims = dims
     cam_small, mask_small, dc_small = _downscaled(cam_table, mask, dont_care, search_scale)
     weight_small = _weights(mask_small, dc_small)
 
@@ -263,7 +272,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     for factor, offsets in candidates[:1] if pitch_known else candidates:
         for off in offsets:
             lat = lattice.moved(pitch_factor=factor).moved(d_ij=off)
-            f = evaluate(lat, Dims())
+            f = evaluate(lat, dims)
             if f is None:
                 continue
             # A castle of half the true pitch explains the pixels about as well but breaks the rules
@@ -308,7 +317,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             elif kind == "p":
                 lat = lat.moved(pitch_factor=val)
             else:
-                dims = Dims().scaled(*val)
+                dims = start_dims.scaled(*val)
             f = evaluate(lat, dims, init_sites=best.sites, adj=adj)
             if f is not None and f.decision.score > cand_best.decision.score:
                 cand_best = f

@@ -117,7 +117,8 @@ def run_pieces(args: argparse.Namespace) -> int:
 
             if not cv2.imwrite(args.debug, result.debug_image):
                 raise _BadInput(f"cannot write the debug image {args.debug!r} (use .png or .jpg)")
-        _write(Profile(pieces=result.pieces, colours=result.colours), args.output)
+        # A misread piece (shadow, two pieces touching) must not become a profile that misleads readings.
+        _write(Profile(pieces=result.pieces.check_proportions(source=args.photo), colours=result.colours), args.output)
     except (_BadInput, PieceMeasureError, ProfileError) as exc:
         print(f"castellan calibrate pieces: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
