@@ -2,13 +2,18 @@
 
     python -m calibration.benchmark intrinsics [--trials 10]      focal length error, random cameras
     python -m calibration.benchmark pieces [--trials 8]           piece size error, random sets and poses
-    python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with a camera profile
+    python -m calibration.benchmark pieces-render [--photos 4]    piece size error on Mitsuba renders
+    python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with profiles
 
 `intrinsics` and `pieces` draw exact pinhole views (calibration.synthetic) with random focal length,
 principal point, lens distortion, camera elevation and azimuth, and piece sizes within +/-15 %.
-`vision` reads a folder of renders (synth.batch output: X.jpg + X.json) twice with vision.read_photo,
-without a profile and with the camera profile a perfect `castellan calibrate camera` would give (the
-ground-truth K), and prints both accuracies side by side.
+`pieces-render` measures the same on physically rendered photos (synth.calibration_scene: Mitsuba,
+the scene's light, table, noise and JPEG; each kind of piece at its own scale).
+`vision` reads a folder of renders (synth.batch output: X.jpg + X.json) three times with
+vision.read_photo: without a profile, with the camera profile a perfect `castellan calibrate camera`
+would give (the ground-truth K), and with that plus the piece and colour sections a perfect
+`castellan calibrate pieces` would give (rendered piece sizes; keep colours read from the keeps' tops
+in the render itself, i.e. under the photo's own light), and prints the accuracies side by side.
 """
 from __future__ import annotations
 
@@ -20,11 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
 from calibration.pieces import PieceMeasureError, measure_pieces
-from calibration.profiles import CameraProfile, Profile
+from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
+                                  Profile)
 from calibration.synthetic import box_corners, look_at, render_mat_view
 
 SIZE = (960, 720)
@@ -130,59 +137,185 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
     return result
 
 
+def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = True) -> dict:
+    """Piece sizes measured on Mitsuba renders of loose pieces on the mat (synth.calibration_scene),
+    with the render's camera as a profile and without one. Renders are kept in `cache` and reused."""
+    cache.mkdir(parents=True, exist_ok=True)
+    result: dict = {"with_profile": [], "without_profile": [], "failures": []}
+    seed = 200 if even_light else 100
+    for i in range(photos):
+        jpg, meta = cache / f"calib_{seed + i:04d}.jpg", cache / f"calib_{seed + i:04d}.json"
+        if not (jpg.exists() and meta.exists()):
+            from synth.calibration_scene import render_calibration_jpeg
+
+            jpeg, truth = render_calibration_jpeg(seed + i, 1280, 960, spp, even_light=even_light)
+            jpg.write_bytes(jpeg)
+            meta.write_text(json.dumps(truth))
+        truth = json.loads(meta.read_text())
+        image = cv2.imread(str(jpg), cv2.IMREAD_COLOR)
+        cam = camera_profile_from_truth(truth)
+        sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}  # the four keeps share one size
+        for key, camera in (("with_profile", cam), ("without_profile", None)):
+            try:
+                m = measure_pieces(image, camera=camera)
+            except PieceMeasureError as exc:
+                result["failures"].append(f"{jpg.name} {key}: {exc}")
+                print(f"{jpg.name} {key}: FAILED {exc}", file=sys.stderr)
+                continue
+            errs = {kind: (getattr(m.pieces, kind).footprint_mm[0] - ln, getattr(m.pieces, kind).footprint_mm[1] - wd,
+                           None if getattr(m.pieces, kind).height_mm is None else getattr(m.pieces, kind).height_mm - ht)
+                    for kind, (ln, wd, ht) in sizes.items()}
+            result[key].append(errs)
+            c = truth["conditions"]
+            print(f"{jpg.name} el {c['elevation_deg']:.0f} lights {'+'.join(l['kind'] for l in c['lights'])} "
+                  f"table {truth['table']['name']} {key}: " +
+                  ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" + ("" if e[2] is None else f" h {e[2]:+.1f}")
+                            for k, e in errs.items()), file=sys.stderr)
+    lines = [f"{photos} Mitsuba renders of loose pieces on an A4 mat (1280x960, {spp} spp, "
+             f"{'even light, framed on the mat' if even_light else 'any light and framing'}) in {cache}; "
+             "error = measured - rendered size (wall length face to face, without its end tabs)"]
+    for key in ("with_profile", "without_profile"):
+        rows = result[key]
+        if not rows:
+            continue
+        lengths = [e[k][0] for e in rows for k in e]
+        widths = [e[k][1] for e in rows for k in e]
+        heights = [e[k][2] for e in rows for k in e if e[k][2] is not None]
+        within = sum(abs(v) <= 1.0 for v in lengths + widths) / len(lengths + widths) * 100
+        per_kind = "; ".join(f"{k} max |err| {max(max(abs(e[k][0]), abs(e[k][1])) for e in rows):.2f}" for k in rows[0])
+        lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
+                     + (f"height error mm {_stats(heights)}; " if heights else "")
+                     + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}")
+    if result["failures"]:
+        lines.append("not measured: " + "; ".join(result["failures"]))
+    result["summary"] = "\n".join(lines)
+    return result
+
+
+NOMINAL_PIECE_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0), "long_wall": (86.0, 9.0, 30.0),
+                    "keep": (16.0, 16.0, 22.0)}
+
+
+def camera_profile_from_truth(truth: dict) -> CameraProfile:
+    """What a perfect `castellan calibrate camera` gives: the render's K (renders have no distortion)."""
+    camj = truth["camera"]
+    K = np.asarray(camj["K"], float)
+    return CameraProfile((int(camj["width"]), int(camj["height"])), (K[0, 0], K[1, 1]), (K[0, 2], K[1, 2]))
+
+
+def piece_profile_from_truth(truth: dict) -> PieceProfile:
+    """What a perfect `castellan calibrate pieces` gives: each kind's rendered size (a single keep's
+    height), or the spec size times the render's piece scale for a kind the castle does not use."""
+    scale = float(truth["conditions"]["piece_scale"])
+    sizes = {}
+    for kind, nominal in NOMINAL_PIECE_MM.items():
+        rendered = [pc["size_mm"] for pc in truth["pieces"] + truth.get("clutter", [])
+                    if pc["kind"] == kind and not pc.get("double")]
+        ln, wd, ht = rendered[0] if rendered else [v * scale for v in nominal]
+        sizes[kind] = PieceSize((max(ln, wd), min(ln, wd)), ht)
+    return PieceProfile(**sizes)
+
+
+def colour_profile_from_truth(truth: dict, bgr: np.ndarray) -> ColourProfile | None:
+    """What a perfect `castellan calibrate pieces` under this photo's light gives: each keep colour's
+    CIELAB as photographed, read (as calibration.pieces reads it, sRGB without white balance) from
+    the tops of that colour's keeps in this very render, where the ground truth says they are."""
+    from skimage import color
+
+    h, w = bgr.shape[:2]
+    by_colour: dict[str, list[np.ndarray]] = {}
+    for pc in truth["pieces"] + truth.get("clutter", []):
+        if pc["kind"] != "keep" or not pc.get("in_frame") or pc.get("visible_px", 0) < 40:
+            continue
+        x, y = (int(round(v)) for v in pc["top_px"])
+        if 2 <= x < w - 2 and 2 <= y < h - 2:
+            by_colour.setdefault(pc["colour"], []).append(np.median(bgr[y - 2:y + 3, x - 2:x + 3].reshape(-1, 3), axis=0))
+    keeps = {}
+    for name, samples in by_colour.items():
+        rgb = np.median(samples, axis=0)[::-1] / 255.0
+        lab = color.rgb2lab(rgb.reshape(1, 1, 3)).ravel()
+        keeps[name] = KeepColour((float(lab[0]), float(lab[1]), float(lab[2])),
+                                 float(np.degrees(np.arctan2(lab[2], lab[1])) % 360))
+    return ColourProfile(keeps) if keeps else None
+
+
+VISION_CONFIGS = ("none", "camera", "full")
+
+
 def bench_vision(folder: Path, limit: int | None) -> dict:
+    """Vision accuracy without a profile, with a camera profile, and with camera + pieces + colours."""
     from benchmarks.vision_benchmark import compare
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
 
     photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
                     and p.with_suffix(".json").exists() and not p.stem.endswith("_mask"))[:limit]
-    tallies = {"without": {"exact": 0, "refused": 0, "pieces_ok": 0, "pieces": 0},
-               "with": {"exact": 0, "refused": 0, "pieces_ok": 0, "pieces": 0}}
+    fields = ("exact", "wrong", "refused", "pieces_ok", "pieces", "keeps_found", "keeps", "keep_colour_ok", "keep_double_ok")
+    tallies = {sub: {key: dict.fromkeys(fields, 0) for key in VISION_CONFIGS} for sub in ("all", "mat")}
+    n_mat = 0
     for p in photos:
         truth_json = json.loads(p.with_suffix(".json").read_text())
         truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
         true_score = {c: v["score"] for c, v in score_castle(parse_castle(truth_json["castle"])).to_json()["players"].items()}
-        camj = truth_json["camera"]
-        K = np.asarray(camj["K"], float)
-        prof = Profile(camera=CameraProfile((int(camj["width"]), int(camj["height"])), (K[0, 0], K[1, 1]), (K[0, 2], K[1, 2])))
         data = p.read_bytes()
-        line = [p.name]
-        for key, profile in (("without", None), ("with", prof)):
-            t = tallies[key]
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        cam = camera_profile_from_truth(truth_json)
+        profiles = {"none": None, "camera": Profile(camera=cam),
+                    "full": Profile(cam, piece_profile_from_truth(truth_json), colour_profile_from_truth(truth_json, bgr))}
+        has_mat = bool(truth_json["conditions"].get("mat_present"))
+        n_mat += has_mat
+        line = [p.name + (" (mat)" if has_mat else "")]
+        for key, profile in profiles.items():
+            rows = [tallies["all"][key]] + ([tallies["mat"][key]] if has_mat else [])
             try:
                 reading = read_photo(data, profile=profile)
             except PhotoError:
-                t["refused"] += 1
+                for t in rows:
+                    t["refused"] += 1
                 line.append(f"{key}: error")
                 continue
             # A refused photo may still carry the pipeline's best guess; its pieces are compared
             # too (as the vision benchmark does), its score counts as not exact.
             castle = reading.castle or getattr(reading, "tentative_castle", None)
             refused = reading.refusal is not None or reading.castle is None
-            t["refused"] += refused
             if castle is None:
+                for t in rows:
+                    t["refused"] += 1
                 line.append(f"{key}: refused, no guess")
                 continue
             cmp = compare(castle, truth)
             ok = sum(cmp[k]["tp"] for k in ("tower", "short", "long"))
             total = sum(cmp[k]["tp"] + cmp[k]["fp"] + cmp[k]["fn"] for k in ("tower", "short", "long"))
-            t["pieces_ok"] += ok
-            t["pieces"] += total
             pts = {c: v["score"] for c, v in score_castle(castle).to_json()["players"].items()}
-            exact = not refused and all(pts.get(c, 0) == v for c, v in true_score.items()) and \
-                all(c in true_score or v == 0 for c, v in pts.items())
-            t["exact"] += exact
-            line.append(f"{key}: {'refused' if refused else 'answered'} exact={exact} pieces {ok}/{total}")
-        print("  ".join(line), file=sys.stderr)
+            right = all(pts.get(c, 0) == v for c, v in true_score.items()) and all(c in true_score or v == 0 for c, v in pts.items())
+            for t in rows:
+                t["refused"] += refused
+                t["exact"] += right and not refused
+                t["wrong"] += not right and not refused
+                t["pieces_ok"] += ok
+                t["pieces"] += total
+                t["keeps_found"] += cmp["keep"]["tp"]
+                t["keeps"] += cmp["keep"]["tp"] + cmp["keep"]["fp"] + cmp["keep"]["fn"]
+                t["keep_colour_ok"] += cmp["keep"]["colour_ok"]
+                t["keep_double_ok"] += cmp["keep"]["double_ok"]
+            line.append(f"{key}: {'refused' if refused else 'answered'} right={right} pieces {ok}/{total} "
+                        f"keeps {cmp['keep']['tp']} colour {cmp['keep']['colour_ok']}")
+        print("  ".join(line), file=sys.stderr, flush=True)
     n = len(photos)
-    summary = [f"{n} photos from {folder}"]
-    for key in ("without", "with"):
-        t = tallies[key]
-        summary.append(f"{key:>7} camera profile: exact score {t['exact']}/{n} ({100 * t['exact'] / max(n, 1):.0f} %), "
-                       f"refused {t['refused']}, pieces right {t['pieces_ok']}/{t['pieces']} "
-                       f"({100 * t['pieces_ok'] / max(t['pieces'], 1):.1f} % Jaccard)")
-    return {"photos": n, "tallies": tallies, "summary": "\n".join(summary)}
+    names = {"none": "no profile", "camera": "camera profile", "full": "camera+pieces+colours"}
+    summary = [f"{n} photos from {folder} ({n_mat} with the mat); profiles from each render's ground truth"]
+    for sub, count in (("all", n), ("mat", n_mat)):
+        if not count:
+            continue
+        summary.append(f"{'all photos' if sub == 'all' else 'photos with the mat'} ({count}):")
+        for key in VISION_CONFIGS:
+            t = tallies[sub][key]
+            summary.append(
+                f"  {names[key]:>22}: exact score {t['exact']}/{count} ({100 * t['exact'] / count:.0f} %), "
+                f"wrong answers {t['wrong']}, refused {t['refused']}; pieces right {t['pieces_ok']}/{t['pieces']} "
+                f"({100 * t['pieces_ok'] / max(t['pieces'], 1):.1f} % Jaccard); keeps matched {t['keeps_found']}/{t['keeps']}, "
+                f"colour right {t['keep_colour_ok']}/{t['keeps_found']}, single/double right {t['keep_double_ok']}/{t['keeps_found']}")
+    return {"photos": n, "with_mat": n_mat, "tallies": tallies, "summary": "\n".join(summary)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("vision")
     c.add_argument("folder", type=Path)
     c.add_argument("--limit", type=int)
-    for p in (a, b, c):
+    r = sub.add_parser("pieces-render")
+    r.add_argument("--photos", type=int, default=4)
+    r.add_argument("--spp", type=int, default=8)
+    r.add_argument("--any-light", action="store_true", help="sun and lamps too, mat at any turn (default: "
+                   "the even light and framing `castellan calibrate pieces` asks for)")
+    r.add_argument("--cache", type=Path, default=Path("out/calibration_renders"),
+                   help="renders are written here and reused on the next run")
+    for p in (a, b, c, r):
         p.add_argument("--json", type=Path, help="write the full result here")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -203,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         result = bench_intrinsics(args.trials)
     elif args.what == "pieces":
         result = bench_pieces(args.trials)
+    elif args.what == "pieces-render":
+        result = bench_pieces_render(args.photos, args.spp, args.cache, even_light=not args.any_light)
     else:
         if not args.folder.is_dir():
             print(f"{args.folder}: not a folder", file=sys.stderr)

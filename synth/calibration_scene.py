@@ -1,0 +1,111 @@
+"""Render the photo `castellan calibrate pieces` expects: loose pieces standing apart on the mat.
+
+    jpeg, truth = render_calibration_jpeg(seed=3, width=1280, height=960, spp=8)
+
+One tower, one short wall, one long wall and one keep of each colour stand on the printed mat at
+random turns, each kind at its own random scale (0.85..1.15 of the spec size, so a measurement cannot
+lean on the sizes' ratios), photographed from 55 to 85 degrees up with the whole mat in view. The light,
+table, keep hues, exposure, noise and JPEG are drawn as for a castle photo (synth.conditions).
+`truth["pieces"]` gives every piece's kind, colour and rendered size (length, width, height in mm).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from synth import geometry as g
+from synth.backend import load_mitsuba
+from synth.camera import fit_camera
+from synth.conditions import draw_conditions
+from synth.postprocess import develop, encode_jpeg
+from synth.render import _build_scene, _keep_lights_out_of_view, _render_linear
+from synth.scene import KEEP_COLOURS, Item, Layout
+
+# Where the pieces stand on an A4 mat (paper mm from the top-left corner) and their base turn (degrees):
+# apart from each other and clear of the sheet's edge.
+SPOTS_MM = ((60, 60), (150, 70), (100, 140), (50, 222), (92, 232), (140, 215), (172, 160))
+BASE_TURN_DEG = (30, 120, 35, 20, 60, 110, 150)
+KINDS = ("tower", "short_wall", "long_wall") + ("keep",) * len(KEEP_COLOURS)
+MAT_THICKNESS_MM = 0.15
+
+
+def _mesh(kind: str, scale: float) -> tuple[g.Mesh, tuple[float, float, float]]:
+    if kind == "tower":
+        return g.tower(scale), (g.TOWER_SIDE * scale, g.TOWER_SIDE * scale, g.TOWER_HEIGHT * scale)
+    if kind == "keep":
+        return g.keep(scale), (g.KEEP_SIDE * scale, g.KEEP_SIDE * scale, g.KEEP_HEIGHT * scale)
+    length = (g.PITCH - g.TOWER_SIDE if kind == "short_wall" else 2 * g.PITCH - g.TOWER_SIDE) * scale
+    return g.wall(length, scale), (length, g.WALL_THICK * scale, g.WALL_HEIGHT * scale)
+
+
+def calibration_layout(rng: np.random.Generator, paper: str = "a4", mat_yaw_deg: float | None = None) -> Layout:
+    """The mat (at `mat_yaw_deg`, or a random turn) with the seven pieces standing on it (world mm,
+    table z = 0)."""
+    from calibration.mat import mat_layout
+
+    w, h = mat_layout(paper).paper_mm
+    yaw = float(rng.uniform(0, 360)) if mat_yaw_deg is None else mat_yaw_deg
+    mat_pose = g.pose(0.0, 0.0, yaw, 0.0)
+    items = [Item("mat", "mat", "mat", g.top_uv_slab(w, h, MAT_THICKNESS_MM).transformed(mat_pose),
+                  (w, h, MAT_THICKNESS_MM), mat_pose, {"paper": paper}, clutter=True)]
+
+    def on_mat(x: float, y: float) -> np.ndarray:
+        return (np.array([x - w / 2, h / 2 - y, MAT_THICKNESS_MM, 1.0]) @ mat_pose.T)[:3]
+
+    mat_yaw = float(np.degrees(np.arctan2(mat_pose[1, 0], mat_pose[0, 0])))
+    scale = {k: float(rng.uniform(0.85, 1.15)) for k in ("tower", "short_wall", "long_wall", "keep")}
+    # The A4 spots scaled to the sheet, so letter and A3 work too.
+    sx, sy = w / 210.0, h / 297.0
+    for i, (kind, (x, y), turn) in enumerate(zip(KINDS, SPOTS_MM, BASE_TURN_DEG)):
+        mesh, size = _mesh(kind, scale[kind])
+        centre = on_mat(x * sx, y * sy)
+        pose = g.pose(float(centre[0]), float(centre[1]), mat_yaw + turn + float(rng.uniform(-15, 15)), MAT_THICKNESS_MM)
+        info: dict[str, Any] = {}
+        material = "grey"
+        if kind == "keep":
+            colour = KEEP_COLOURS[i - 3]
+            material, info = f"keep-{colour}", {"colour": colour, "double": False}
+        items.append(Item(f"{kind}-{i}", kind, material, mesh.transformed(pose), size, pose, info))
+    corners = np.vstack([it.box_corners() for it in items])
+    centre = np.array([0.0, 0.0, 0.0])
+    size = float(max(np.ptp(corners[:, 0]), np.ptp(corners[:, 1])))
+    corners_world = [on_mat(*c)[:2].tolist() for c in ((0, 0), (w, 0), (w, h), (0, h))]
+    return Layout(items, np.zeros(2), g.PITCH, corners, centre, size,
+                  {"paper": paper, "size_mm": [w, h], "corners_world_mm": corners_world})
+
+
+def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960, spp: int = 8,
+                            paper: str = "a4", even_light: bool = True) -> tuple[bytes, dict[str, Any]]:
+    """Render one calibration photo; returns the JPEG bytes and the ground truth (camera, pieces).
+
+    With `even_light` (what `castellan calibrate pieces` asks for) the light is a window and/or a
+    ceiling panel and the photo is framed on the mat (its long side along the frame's); otherwise the
+    lights (sun and lamps too) and the mat's turn are drawn as for any castle photo.
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng([int(seed), 0xCA1B])
+    overrides: dict[str, Any] = {"elevation_deg": float(rng.uniform(55, 85)), "margin": float(rng.uniform(0.04, 0.1)),
+                                 "spare_keeps": 0, "cards": 0, "game_box": False, "mat": True,
+                                 "mat_paper": paper, "target_offset": (0.0, 0.0)}
+    if even_light:
+        overrides["light_kinds"] = [["ceiling"], ["window"], ["window", "ceiling"]][int(rng.integers(3))]
+    cond = draw_conditions(int(seed), overrides)
+    # The sheet's long (paper y) side along the image's x axis, give or take the user's hand.
+    mat_yaw = cond.azimuth_deg + float(rng.choice([0.0, 180.0]) + rng.uniform(-8, 8)) if even_light else None
+    layout = calibration_layout(rng, paper, mat_yaw)
+    mi, variant = load_mitsuba()
+    camera = fit_camera(layout.castle_points, layout.castle_centre, width, height, cond.focal_mm, cond.elevation_deg,
+                        cond.azimuth_deg, cond.roll_deg, cond.margin)
+    _keep_lights_out_of_view(cond, camera, layout.castle_centre)
+    scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
+    linear = _render_linear(mi, scene, spp, int(seed) % (1 << 31))
+    jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
+    pieces = [{"id": it.name, "kind": it.kind, **it.info, "size_mm": [round(v, 3) for v in it.box_size],
+               "world_mm": np.round(it.pose[:3, 3], 3).tolist()} for it in layout.items if not it.clutter]
+    truth = {"format": "castellan-synth-calibration/1", "camera": camera.to_json(), "pieces": pieces,
+             "mat": layout.mat, "table": table, "conditions": cond.to_json(), "seed": int(seed),
+             "renderer": {"engine": "mitsuba3", "variant": variant, "spp": spp,
+                          "total_s": round(time.perf_counter() - t0, 2)}}
+    return jpeg, truth
