@@ -197,6 +197,65 @@ class Fit:
     adj: tuple[float, float, float] = (0.0, 0.0, 1.0)  # camera tilt x, tilt y, focal scale found by the search
 
 
+def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
+    """Sum of `weight` (flat) under the union of the given pieces' silhouettes."""
+    if not keys:
+        return 0.0
+    px = cam.project(_all_corners(keys, dims)).reshape(len(keys), 8, 2)
+    canvas = np.zeros(shape, np.uint8)
+    for quad in np.round(px * 4).astype(np.int32):
+        cv2.fillConvexPoly(canvas, cv2.convexHull(quad), 1, lineType=cv2.LINE_8, shift=2)
+    return float(weight[canvas.ravel() > 0].sum())
+
+
+def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
+                       levels: int = 4) -> tuple[Lattice, Dims, tuple[float, float, float]]:
+    """Lattice, piece scale and camera adjustment that best fit the decided pieces' silhouettes.
+
+    Coordinate descent with halving steps over origin, pitch, angle, camera tilt and focal length
+    and piece size; the set of pieces stays as decided, so each trial is one rasterisation.
+    """
+    keys = [(el.kind, el.key) for el, a in zip(fit.elements, fit.decision.active) if a]
+    if not keys:
+        return fit.lattice, fit.dims, fit.adj
+    pivot = np.r_[np.mean(np.array(fit.sites, float), axis=0), 0.0]
+    params = np.zeros(8)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log focal, log size
+    # The focal length is left alone: near straight down the silhouettes barely constrain it, and it
+    # sets how far a keep's top leans, which is how a Double Keep is told from a single one.
+    steps = np.array([0.1, 0.1, 0.02, np.radians(0.5), 0.02, 0.02, 0.0, 0.05])
+
+    def state(p: np.ndarray):
+        lat = fit.lattice.moved(d_ij=(p[0], p[1]), pitch_factor=float(np.exp(p[2])), d_angle=p[3])
+        adj = (fit.adj[0] + p[4], fit.adj[1] + p[5], fit.adj[2] * float(np.exp(p[6])))
+        size = float(np.exp(p[7]))
+        dims = Dims(fit.dims.tower_half * size, fit.dims.tower_h * size, fit.dims.wall_half * size,
+                    fit.dims.wall_h * size, fit.dims.keep_half * size, fit.dims.keep_h * size)
+        return lat, dims, adj
+
+    def score(p: np.ndarray) -> float:
+        lat, dims, adj = state(p)
+        cam = cam_table.with_table_frame(lat.affine())
+        if adj != (0.0, 0.0, 1.0):
+            cam = cam.adjusted(pivot, *adj)
+        return union_score(cam, keys, dims, shape, weight)
+
+    best = score(params)
+    for _ in range(levels):
+        improved = True
+        while improved:
+            improved = False
+            for i in np.nonzero(steps)[0]:
+                for sign in (1.0, -1.0):
+                    trial = params.copy()
+                    trial[i] += sign * steps[i]
+                    s = score(trial)
+                    if s > best:
+                        params, best, improved = trial, s, True
+                        break
+        steps = steps / 2
+    return state(params)
+
+
 def candidate_sites(cam: Camera, mask: np.ndarray, margin: int = 1) -> list[tuple[int, int]]:
     """Lattice points near the castle: the mask's pixels mapped onto the table (at half wall height)."""
     ys, xs = np.nonzero(mask)
@@ -258,9 +317,20 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
         dec = icm(els, weight, prior=prior)
         return Fit(lat, cam, dims, els, dec, sites, adj)
 
+    def polish(fit: Fit) -> Fit:
+        """Refine lattice, camera and piece size on the decided pieces, decide again; twice at most."""
+        for _ in range(2):
+            lat, d, adj = refine_silhouettes(fit, cam_small, mask_small.shape, weight_small)
+            f = evaluate(lat, d, init_sites=fit.sites, adj=adj)
+            if f is None or f.decision.score <= fit.decision.score:
+                break
+            fit = f
+        return fit
+
     # The top view's comb can also look periodic at other pitches, and its phase is biased by the
     # pieces' lean (half a step off puts every line between the pieces): let the synthesis decide.
     best, best_key, best_plaus, base_score = None, 0.0, 0.0, 0.0
+    first, first_key = None, 0.0  # the best at the top view's own pitch
     quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
     sixteenth = tuple((dx, dy) for dx in (0.0, 0.25, 0.5, -0.25) for dy in (0.0, 0.25, 0.5, -0.25))
     factors: list[float] = [1.0]
@@ -283,6 +353,8 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
                       factor, off, f.decision.score, plaus, int(f.decision.active.sum()))
             if factor == 1.0:
                 base_score = max(base_score, f.decision.score)
+                if first is None or f_key > first_key:
+                    first, first_key = f, f_key
             elif f.decision.score < 1.1 * base_score:
                 continue  # another pitch must explain clearly more of the photo, not just break fewer rules
             if best is None or f_key > best_key:
@@ -292,6 +364,15 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             break  # the top view's pitch already gives a plausible, full-sized castle: no other pitch
     if best is None:
         return None
+    judge = plausibility if plausibility is not None else (lambda fit: 1.0)
+    if first is not None and best is not first:
+        # Another pitch won, but the top view's pitch may only have lost to a pose a few degrees off
+        # (the lattice drifts off the pieces towards the edges, and smaller pieces fit the drift):
+        # compare the two again once each has been fitted properly.
+        best, first = polish(best), polish(first)
+        if best.decision.score < 1.1 * first.decision.score or \
+                best.decision.score * judge(best) < first.decision.score * judge(first):
+            best = first
     # Coordinate search: origin (the lattice phase from the top view is biased by the pieces' lean),
     # then pitch, then the pieces' size and height (+-20 % in spec).
     steps = [
@@ -322,6 +403,10 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             if f is not None and f.decision.score > cand_best.decision.score:
                 cand_best = f
         best = cand_best
+    # The steps above are coarse; the pose from vanishing points is often a few degrees off, which lets
+    # the lattice drift off the pieces towards the castle's edges. Refine all of it together, keeping
+    # the decided pieces, then decide again.
+    best = polish(best)
     # Final decisions at full resolution, on the full candidate range for the refined lattice.
     return evaluate(best.lattice, best.dims, init_sites=best.sites, cam_t=cam_table, m=mask,
                     weight=_weights(mask, dont_care), adj=best.adj)

@@ -99,10 +99,10 @@ def top_down() -> bytes:
 def test_piece_profile_changes_the_piece_sizes_the_reconstruction_uses(top_down):
     plain = read_photo(top_down).rectification["piece_scale"]
     fat = read_photo(top_down, profile=Profile(pieces=_pieces(27.0, 27.0))).rectification["piece_scale"]
-    # Without a profile the fit searches +-7 % around the nominal tower; the profile's towers are
-    # 23 % wider, out of that reach, and the fit starts (and stays within 7 %) from them.
+    # The fit starts from the profile's towers (23 % wider than nominal) and refines the size against
+    # the photo by about 10 % at most, so it ends clearly wider than without the profile.
     assert 0.9 <= plain <= 1.1
-    assert fat >= 27.0 / 22.0 * 0.92
+    assert fat >= plain * 1.05
 
 
 def test_a_true_profile_still_reads_the_castle(top_down):
