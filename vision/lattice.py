@@ -151,15 +151,17 @@ def fit_lattice(top_mask: np.ndarray, px_per_unit: float, pitch_range: tuple[flo
     """Fit the lattice to a top-view mask whose pixel (c, r) is table point offset + (c, r) / px_per_unit.
 
     pitch_range is the allowed pitch in table units; angle_hint, when known (the wall direction the
-    pose was measured from), replaces the mask's own axis estimate as the start of the angle search.
+    pose was measured from), is one more start of the angle search.
     Returns None when the mask shows no lattice.
     """
     if top_mask.sum() < 50:
         return None
     angle, clarity = dominant_axis_angle(top_mask)
-    if angle_hint is not None:
-        angle = angle_hint % (math.pi / 2)
-    angle, rot, aligned, _ = sharpest_alignment(top_mask, angle)
+    # Start from the hint, the edges' own direction and the diagonal of each (a pose can be measured
+    # from a diagonal family of lines, and a patterned table can pull the edge direction away); the
+    # alignment whose projections are sharpest wins.
+    starts = [angle, angle + math.pi / 4] + ([] if angle_hint is None else [angle_hint, angle_hint + math.pi / 4])
+    angle, rot, aligned, _ = max((sharpest_alignment(top_mask, a % (math.pi / 2)) for a in starts), key=lambda r: r[3])
     lo, hi = pitch_range[0] * px_per_unit, pitch_range[1] * px_per_unit
     periods = np.geomspace(lo, hi, 400)
     # Both axes share one pitch: the period where the two combs together are clearest.

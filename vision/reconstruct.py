@@ -209,12 +209,17 @@ def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: t
 
 
 def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
-                       levels: int = 4) -> tuple[Lattice, Dims, tuple[float, float, float]]:
+                       levels: int = 4, start: Dims | None = None,
+                       max_size_change: float = 0.2) -> tuple[Lattice, Dims, tuple[float, float, float]]:
     """Lattice, piece scale and camera adjustment that best fit the decided pieces' silhouettes.
 
-    Coordinate descent with halving steps over origin, pitch, angle, camera tilt and focal length
-    and piece size; the set of pieces stays as decided, so each trial is one rasterisation.
+    Coordinate descent with halving steps over origin, pitch, angle, camera tilt and piece size; the
+    set of pieces stays as decided, so each trial is one rasterisation. The piece size stays within
+    `max_size_change` of `start` (the sizes the fit began with): an incomplete grey mask is always
+    explained a little better by smaller pieces, and repeated refinements would otherwise shrink them.
     """
+    start = start or fit.dims
+    size_now = fit.dims.tower_half / start.tower_half
     keys = [(el.kind, el.key) for el, a in zip(fit.elements, fit.decision.active) if a]
     if not keys:
         return fit.lattice, fit.dims, fit.adj
@@ -248,6 +253,8 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
                 for sign in (1.0, -1.0):
                     trial = params.copy()
                     trial[i] += sign * steps[i]
+                    if abs(np.log(size_now) + trial[7]) > np.log1p(max_size_change):
+                        continue
                     s = score(trial)
                     if s > best:
                         params, best, improved = trial, s, True
@@ -320,7 +327,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     def polish(fit: Fit) -> Fit:
         """Refine lattice, camera and piece size on the decided pieces, decide again; twice at most."""
         for _ in range(2):
-            lat, d, adj = refine_silhouettes(fit, cam_small, mask_small.shape, weight_small)
+            lat, d, adj = refine_silhouettes(fit, cam_small, mask_small.shape, weight_small, start=start_dims)
             f = evaluate(lat, d, init_sites=fit.sites, adj=adj)
             if f is None or f.decision.score <= fit.decision.score:
                 break
