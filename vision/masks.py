@@ -179,7 +179,8 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         label = (np.argmin(d, axis=0) + 1).astype(np.uint8)
         label[~keep] = 0
         # On a cloth of a keep colour (green felt, blue gingham) the cloth's shadows have that hue too;
-        # a keep of that colour must then be clearly brighter than the lit cloth to count.
+        # a keep of that colour must then be clearly brighter than the lit cloth, or clearly more
+        # saturated than nearly all of it (a red keep on terracotta or cherry wood), to count.
         sat_border = border & (hsv[:, :, 1] > 60)
         if sat_border.mean() > 0.5 * border.mean():
             t_hue = float(np.median(hue[sat_border]))
@@ -191,14 +192,16 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
                 # height is read from its full silhouette).
                 n, lab_k = cv2.connectedComponents((label == li).astype(np.uint8))
                 if n > 1:
-                    v = hsv[:, :, 2].ravel().astype(np.float32)
                     order = np.argsort(lab_k.ravel(), kind="stable")
-                    counts = np.bincount(lab_k.ravel(), minlength=n)
-                    bright = np.zeros(n)
-                    for comp, chunk in enumerate(np.split(v[order], np.cumsum(counts)[:-1])):
-                        if comp and len(chunk):
-                            bright[comp] = np.percentile(chunk, 90)
-                    label[(lab_k > 0) & (bright[lab_k] < 1.1 * t_val)] = 0
+                    splits = np.cumsum(np.bincount(lab_k.ravel(), minlength=n))[:-1]
+                    bright, vivid = np.zeros(n), np.zeros(n)
+                    for out, channel in ((bright, 2), (vivid, 1)):
+                        values = hsv[:, :, channel].ravel().astype(np.float32)[order]
+                        for comp, chunk in enumerate(np.split(values, splits)):
+                            if comp and len(chunk):
+                                out[comp] = np.percentile(chunk, 90)
+                    t_sat = float(np.percentile(hsv[:, :, 1][sat_border], 97))
+                    label[(lab_k > 0) & (bright[lab_k] < 1.1 * t_val) & (vivid[lab_k] < t_sat + 40)] = 0
     # Contrast: how many neutral non-border pixels look like the table (a grey table hides grey pieces).
     inner_neutral = neutral & ~border & (L > 30)
     contrast = 1.0 - float(np.mean(t_like_bal[inner_neutral] >= table_thr)) if inner_neutral.any() else 0.0
