@@ -230,6 +230,35 @@ def _rule_problems(castle) -> int:
     return sum(1 for f in found if f.severity == "violation" or (f.rule == "components" and f.severity == "warning"))
 
 
+def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
+    """Towers the walls say must be there: walls connect only to towers (G1).
+
+    Wherever decided walls meet other than as the two halves of one long wall (a corner, a T, a
+    crossing), a tower stands. A tower the photo barely shows there (hidden behind a wall in an
+    oblique view) is read as present, and said so; one the photo clearly rules out is left for the
+    self-check to report.
+    """
+    edges = [el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "edge"]
+    ends: dict[tuple, list[tuple[int, int]]] = {}
+    for p, q in edges:
+        d = (q[0] - p[0], q[1] - p[1])
+        ends.setdefault(p, []).append(d)
+        ends.setdefault(q, []).append((-d[0], -d[1]))
+    notes = []
+    for i, (el, active) in enumerate(zip(fit.elements, fit.decision.active)):
+        dirs = ends.get(el.key) if el.kind == "tower" else None
+        if active or not dirs:
+            continue
+        straight_through = len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
+        # (A margin is the evidence for the decision taken: a large one means clearly no tower.)
+        if len(dirs) < 2 or straight_through or fit.decision.margin[i] > max_doubt:
+            continue
+        fit.decision.active[i] = True
+        notes.append({"rule": "G1", "severity": "notice",
+                      "message": f"walls meet at {list(el.key)}, so a tower stands there although the photo barely shows it"})
+    return notes
+
+
 def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6) -> list[dict]:
     """Where the photo is ambiguous, let the rules decide; every such decision is reported.
 
@@ -250,6 +279,7 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
                 k.confidence = min(k.confidence, 0.5)
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"{len(ks)} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
+    notes += add_required_towers(fit)
     castle, _ = build_castle(fit, keeps)
     base = _rule_problems(castle)
     if base == 0:

@@ -37,3 +37,17 @@ def test_glare_touching_the_castle_is_still_told_apart():
     found = glare_spots(grey, lightness)
     assert found[glare].mean() > 0.7
     assert found[walls].mean() < 0.01
+
+
+def test_a_red_keep_on_a_terracotta_table_is_still_a_keep():
+    from vision.masks import KEEP_COLOURS, compute_masks
+
+    rng = np.random.default_rng(1)
+    # Terracotta linen (BGR), lit and a little noisy; a red keep, darker than the cloth but far more saturated.
+    img = np.clip(np.array([95.0, 120.0, 190.0]) + rng.normal(0, 4, (240, 320, 3)), 0, 255)
+    img[100:116, 150:166] = (20, 18, 120)
+    img[60:74, 60:74] = (150, 150, 152)  # some grey plastic, the white-balance reference
+    masks = compute_masks(img.astype(np.uint8))
+    red = KEEP_COLOURS.index("red") + 1
+    assert (masks.keep_label[100:116, 150:166] == red).mean() > 0.5
+    assert (masks.keep_label[:80, 200:] != 0).mean() < 0.01  # the cloth itself is no keep

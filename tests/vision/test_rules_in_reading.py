@@ -1,0 +1,31 @@
+"""The reader uses the rules where the photo is unclear: walls connect only to towers (G1)."""
+import numpy as np
+
+from vision.pipeline import add_required_towers
+from vision.reconstruct import Decision, Dims, Element, Fit
+
+
+def _fit(towers: dict, edges: list) -> Fit:
+    """towers: lattice point -> (active, margin); edges: active unit walls."""
+    elements = [Element("tower", p) for p in towers] + [Element("edge", e) for e in edges]
+    active = np.array([a for a, _ in towers.values()] + [True] * len(edges))
+    margin = np.array([m for _, m in towers.values()] + [0.8] * len(edges))
+    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements, decision=Decision(active, margin, 0.0), sites=[])
+
+
+def test_a_barely_seen_tower_where_walls_meet_is_read_as_present():
+    # An L of walls: (0,0)-(1,0) and (1,0)-(1,1) meet at (1,0), where the tower is hidden.
+    fit = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.05), (1, 1): (True, 0.9)},
+               [((0, 0), (1, 0)), ((1, 0), (1, 1))])
+    notes = add_required_towers(fit)
+    assert fit.decision.active[1]
+    assert [n["rule"] for n in notes] == ["G1"] and "[1, 0]" in notes[0]["message"]
+
+
+def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_photo_rules_it_out():
+    long_wall = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.05), (2, 0): (False, 0.05)},
+                     [((0, 0), (1, 0)), ((1, 0), (2, 0))])
+    assert add_required_towers(long_wall) == [] and not long_wall.decision.active[1:3].any()
+    clear = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.9), (1, 1): (True, 0.9)},
+                 [((0, 0), (1, 0)), ((1, 0), (1, 1))])
+    assert add_required_towers(clear) == [] and not clear.decision.active[1]
