@@ -274,9 +274,13 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     for colour, ks in by_colour.items():
         if len(ks) > 1:
             ks.sort(key=lambda k: -k.confidence)
+            runner_up = ks[1].confidence
             for k in ks[1:]:
                 k.double = False
-                k.confidence = min(k.confidence, 0.5)
+                # Which of them is the real Double Keep is then a guess: all count as uncertain.
+                k.confidence = min(k.confidence, 0.5 * KEEP_DOUBT)
+            if runner_up > ks[0].confidence - 0.15:
+                ks[0].confidence = min(ks[0].confidence, 0.5 * KEEP_DOUBT)
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"{len(ks)} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
     notes += add_required_towers(fit)

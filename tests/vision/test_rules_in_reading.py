@@ -29,3 +29,22 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     clear = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.9), (1, 1): (True, 0.9)},
                  [((0, 0), (1, 0)), ((1, 0), (1, 1))])
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
+
+
+def _keep(conf: float):
+    from vision.keeps import FoundKeep
+
+    return FoundKeep("yellow", (0.5, 0.5), True, conf, (0.0, 0.0), np.zeros((4, 2)))
+
+
+def test_several_keeps_of_a_colour_looking_stacked_make_the_double_keep_a_guess():
+    from vision.pipeline import KEEP_DOUBT, resolve_with_rules
+
+    fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
+    close = [_keep(0.9), _keep(0.85), _keep(0.6)]
+    notes = resolve_with_rules(fit, close)
+    assert sum(k.double for k in close) == 1 and any(n["rule"] == "C5" for n in notes)
+    assert all(k.confidence < KEEP_DOUBT for k in close)  # the confidence must not count them as read
+    clear = [_keep(0.95), _keep(0.5)]
+    resolve_with_rules(fit, clear)
+    assert clear[0].double and clear[0].confidence == 0.95 and clear[1].confidence < KEEP_DOUBT
