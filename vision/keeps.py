@@ -28,6 +28,7 @@ class FoundKeep:
     confidence: float
     px: tuple[float, float]
     outline: np.ndarray  # image polygon of the chosen silhouette
+    stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
 
 
 def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
@@ -125,8 +126,9 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             # leans; where that difference is a few pixels the height cannot be told, so say so.
             lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
             conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
+            stacked = per_h[True][0] - per_h[False][0] if len(per_h) == 2 else (1.0 if double else -1.0)
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
-                                   (float(cents[k][0]), float(cents[k][1])), poly))
+                                   (float(cents[k][0]), float(cents[k][1])), poly, float(stacked)))
     return _merge_fragments(found, 2.5 * half)
 
 

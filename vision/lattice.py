@@ -98,6 +98,9 @@ def comb_contrast(profile: np.ndarray, periods: np.ndarray) -> tuple[np.ndarray,
         local = (np.interp(n + 0.5 + period / 2, edges, cum) - np.interp(n + 0.5 - period / 2, edges, cum)) / period
         r = p - local
         lines = np.arange(phase, len(p), period)
+        if len(lines) < 2:  # a period about as long as the profile shows no comb
+            contrast[k] = -np.inf
+            continue
         between = max(np.interp(lines + f * period, n, r, right=0.0).mean() for f in _BETWEEN)
         contrast[k] = (np.interp(lines, n, r).mean() - between) / scale
     return contrast, phases, np.abs(amps) / (scale * len(p))

@@ -259,6 +259,44 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     return notes
 
 
+def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05) -> list[dict]:
+    """At most one Double Keep per colour (C5): decided among the colour's keeps, not one by one.
+
+    Each keep says how much better two stacked keeps explain its blob than one. Judged alone, a
+    Double Keep seen from high up or a little off in height often looks single, and several single
+    keeps can look stacked. Compared within a colour, the Double Keep is the one that stands out from
+    the others. A choice that is not clear (several look stacked alike, or the one that stands out
+    still looked single alone) counts as uncertain in the confidence.
+    """
+    notes: list[dict] = []
+    by_colour: dict[str, list[FoundKeep]] = {}
+    for k in keeps:
+        by_colour.setdefault(k.colour, []).append(k)
+    for colour, ks in by_colour.items():
+        ks.sort(key=lambda k: -k.stacked)
+        top, rest = ks[0], ks[1:]
+        runner_up = rest[0].stacked if rest else -1.0
+        typical = float(np.median([k.stacked for k in rest])) if len(rest) >= 2 else -1.0
+        for k in rest:
+            if k.double:
+                k.confidence = min(k.confidence, 0.5 * KEEP_DOUBT)  # looked stacked, read as single
+            k.double = False
+        if top.stacked > 0:
+            top.double = True
+            if top.stacked - runner_up < clear_lead:
+                top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
+            looked = sum(1 for k in ks if k.stacked > 0)
+            if looked > 1:
+                notes.append({"rule": "C5", "severity": "notice",
+                              "message": f"{looked} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
+        elif top.stacked - typical > stands_out and top.stacked > -stands_out:
+            top.double = True
+            top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
+            notes.append({"rule": "C5", "severity": "notice",
+                          "message": f"one {colour} keep looks clearly taller than the other {colour} keeps, so it was read as the Double Keep"})
+    return notes
+
+
 def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6) -> list[dict]:
     """Where the photo is ambiguous, let the rules decide; every such decision is reported.
 
@@ -266,23 +304,7 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     time, and only when that removes rule problems (G1-G6, piece counts). A Double Keep too many for one
     colour (C5) keeps the most certain one. The confidence still counts these pieces as uncertain.
     """
-    notes: list[dict] = []
-    by_colour: dict[str, list[FoundKeep]] = {}
-    for k in keeps:
-        if k.double:
-            by_colour.setdefault(k.colour, []).append(k)
-    for colour, ks in by_colour.items():
-        if len(ks) > 1:
-            ks.sort(key=lambda k: -k.confidence)
-            runner_up = ks[1].confidence
-            for k in ks[1:]:
-                k.double = False
-                # Which of them is the real Double Keep is then a guess: all count as uncertain.
-                k.confidence = min(k.confidence, 0.5 * KEEP_DOUBT)
-            if runner_up > ks[0].confidence - 0.15:
-                ks[0].confidence = min(ks[0].confidence, 0.5 * KEEP_DOUBT)
-            notes.append({"rule": "C5", "severity": "notice",
-                          "message": f"{len(ks)} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
+    notes = choose_double_keeps(keeps)
     notes += add_required_towers(fit)
     castle, _ = build_castle(fit, keeps)
     base = _rule_problems(castle)

@@ -31,20 +31,25 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
 
 
-def _keep(conf: float):
+def _keep(conf: float, stacked: float):
     from vision.keeps import FoundKeep
 
-    return FoundKeep("yellow", (0.5, 0.5), True, conf, (0.0, 0.0), np.zeros((4, 2)))
+    return FoundKeep("yellow", (0.5, 0.5), stacked > 0, conf, (0.0, 0.0), np.zeros((4, 2)), stacked)
 
 
-def test_several_keeps_of_a_colour_looking_stacked_make_the_double_keep_a_guess():
-    from vision.pipeline import KEEP_DOUBT, resolve_with_rules
+def test_the_double_keep_is_chosen_among_the_colours_keeps():
+    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
 
-    fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
-    close = [_keep(0.9), _keep(0.85), _keep(0.6)]
-    notes = resolve_with_rules(fit, close)
-    assert sum(k.double for k in close) == 1 and any(n["rule"] == "C5" for n in notes)
-    assert all(k.confidence < KEEP_DOUBT for k in close)  # the confidence must not count them as read
-    clear = [_keep(0.95), _keep(0.5)]
-    resolve_with_rules(fit, clear)
-    assert clear[0].double and clear[0].confidence == 0.95 and clear[1].confidence < KEEP_DOUBT
+    close = [_keep(0.9, 0.20), _keep(0.85, 0.18), _keep(0.6, 0.10)]
+    notes = choose_double_keeps(close)
+    assert [k.double for k in close] == [True, False, False] and any(n["rule"] == "C5" for n in notes)
+    assert all(k.confidence < KEEP_DOUBT for k in close)  # which one is stacked is a guess
+    clear = [_keep(0.95, 0.30), _keep(0.9, -0.10)]
+    choose_double_keeps(clear)
+    assert clear[0].double and clear[0].confidence == 0.95 and not clear[1].double
+    # Alone each looked single, but one stands out from its colour: the Double Keep, not sure of it.
+    tall = [_keep(0.9, -0.02), _keep(0.9, -0.20), _keep(0.9, -0.22), _keep(0.9, -0.25)]
+    choose_double_keeps(tall)
+    assert [k.double for k in tall] == [True, False, False, False] and tall[0].confidence < KEEP_DOUBT
+    flat = [_keep(0.9, -0.10), _keep(0.9, -0.11), _keep(0.9, -0.12)]
+    assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
