@@ -1,6 +1,6 @@
 """Score a folder of photos with ground truth beside them and report accuracy per condition band.
 
-    python -m benchmarks.vision_benchmark DIR [--json out.json] [--limit N]
+    python -m benchmarks.vision_benchmark DIR [--json out.json] [--limit N] [--jobs N]
 
 Each photo X.jpg (or .png/.heic) needs X.json with at least a castellan/1 "castle" (the renderer's
 ground truth also gives "conditions": elevation, light, table, mat). A reconstruction is compared with
@@ -105,52 +105,64 @@ def band(conditions: dict[str, Any]) -> dict[str, str]:
             "mat": "mat" if conditions.get("mat_present") else "no mat"}
 
 
-def run(folder: Path, limit: int | None = None, log=print) -> dict[str, Any]:
+def read_one(p: Path) -> dict[str, Any]:
+    """Read one photo and compare it with its truth: one row of the benchmark."""
     import cv2
 
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
 
     cv2.setNumThreads(1)  # the target is seconds per photo on one core
+    truth_json = json.loads(p.with_suffix(".json").read_text())
+    truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
+    truth_castle_only = parse_castle(truth_json["castle"])
+    true_score = score_castle(truth_castle_only).to_json()["players"]
+    data = p.read_bytes()
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        reading = read_photo(data)
+        err = None
+    except PhotoError as exc:
+        reading, err = None, str(exc)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    row: dict[str, Any] = {"photo": p.name, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
+                           "bands": band(truth_json.get("conditions", {}))}
+    if reading is None:
+        row.update({"refused": True, "refusal": err, "confidence": 0.0})
+    else:
+        row.update({"refused": reading.refusal is not None, "refusal": reading.refusal,
+                    "confidence": round(reading.confidence, 3), "timings": reading.timings})
+        castle = reading.castle or reading.tentative_castle
+        if castle is not None:
+            row["pieces"] = compare(castle, truth)
+            found_score = score_castle(castle).to_json()["players"]
+            pts = {c: v["score"] for c, v in found_score.items()}
+            row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
+                all(c in true_score or v == 0 for c, v in pts.items())
+        else:
+            row["score_exact"] = False
+    row["true_score"] = {c: v["score"] for c, v in true_score.items()}
+    return row
+
+
+def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1) -> dict[str, Any]:
+    """Read every photo of `folder` that has truth beside it; `jobs` photos at a time (one core each)."""
+    from concurrent.futures import ProcessPoolExecutor
 
     photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists())
     photos = [p for p in photos if not p.stem.endswith("_mask")]
     if limit:
         photos = photos[:limit]
     rows = []
-    for p in photos:
-        truth_json = json.loads(p.with_suffix(".json").read_text())
-        truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
-        truth_castle_only = parse_castle(truth_json["castle"])
-        true_score = score_castle(truth_castle_only).to_json()["players"]
-        data = p.read_bytes()
-        t0, c0 = time.perf_counter(), time.process_time()
-        try:
-            reading = read_photo(data)
-            err = None
-        except PhotoError as exc:
-            reading, err = None, str(exc)
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        row: dict[str, Any] = {"photo": p.name, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                               "bands": band(truth_json.get("conditions", {}))}
-        if reading is None:
-            row.update({"refused": True, "refusal": err, "confidence": 0.0})
-        else:
-            row.update({"refused": reading.refusal is not None, "refusal": reading.refusal,
-                        "confidence": round(reading.confidence, 3), "timings": reading.timings})
-            castle = reading.castle or reading.tentative_castle
-            if castle is not None:
-                row["pieces"] = compare(castle, truth)
-                found_score = score_castle(castle).to_json()["players"]
-                pts = {c: v["score"] for c, v in found_score.items()}
-                row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
-                    all(c in true_score or v == 0 for c, v in pts.items())
-            else:
-                row["score_exact"] = False
-        row["true_score"] = {c: v["score"] for c, v in true_score.items()}
-        rows.append(row)
-        log(f"{p.name}: {'REFUSED ' + str(row['refusal']) if row['refused'] else 'scored'} "
-            f"exact={row.get('score_exact')} conf={row['confidence']} {seconds:.2f}s {row['bands']}")
+    pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
+    try:
+        for row in (pool.map if pool else map)(read_one, photos):
+            rows.append(row)
+            log(f"{row['photo']}: {'REFUSED ' + str(row['refusal']) if row['refused'] else 'scored'} "
+                f"exact={row.get('score_exact')} conf={row['confidence']} {row['seconds']:.2f}s {row['bands']}")
+    finally:
+        if pool:
+            pool.shutdown()
     return summarise(rows)
 
 
@@ -229,11 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the full result (summary per band and every photo) here")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="photos read at once, one core each (default 1)")
     args = ap.parse_args(argv)
     if not args.folder.is_dir():
         print(f"{args.folder}: not a folder", file=sys.stderr)
         return 2
-    result = run(args.folder, args.limit, log=(lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr)))
+    result = run(args.folder, args.limit, log=(lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr)),
+                 jobs=max(1, args.jobs))
     print_table(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@
 
 Runs the app under waitress on loopback with a throwaway database, fills it with a rendered sample
 photo (when sample_photos/ has one) or a castle from the rules engine's game generator, and drives
-Debian's Chromium with Playwright.
+Debian's Chromium with Playwright. PHOTO is uploaded too; if it is read, its result page becomes
+photo-read.png.
 """
 from __future__ import annotations
 
@@ -64,10 +65,11 @@ def main(argv: list[str]) -> int:
             page.wait_for_url("**/a/*", timeout=60_000)
             page.wait_for_timeout(500)
             page.screenshot(path=str(out / "result.png"), full_page=True)
-            # A photo: a rendered sample (its result, or its refusal with the reader's advice, then the
-            # castle entered from the sample's ground truth), else a bare table (a refusal).
-            photo = Path(photo_arg) if photo_arg else (Path(photos[0]) if photos else None)
-            if photo is None:
+            # Photos: a rendered sample (its result, or its refusal with the reader's advice, then the
+            # castle entered from the sample's ground truth), else a bare table (a refusal); and PHOTO,
+            # when given, as a second upload.
+            sample = Path(photos[0]) if photos else None
+            if sample is None:
                 import io
 
                 import numpy as np
@@ -77,26 +79,28 @@ def main(argv: list[str]) -> int:
                 table = np.full((900, 1200, 3), (150, 115, 80), np.uint8)
                 table += (np.random.default_rng(3).random((900, 1200, 1)) * 25).astype(np.uint8)
                 Image.fromarray(table).save(buf, "JPEG", quality=85)
-                photo = Path(tmp) / "table.jpg"
-                photo.write_bytes(buf.getvalue())
-            page.goto(base + "/")
-            page.set_input_files("#photo", str(photo))
-            page.click("#score-button")
-            page.wait_for_url("**/a/*", timeout=180_000)
-            page.wait_for_timeout(300)
-            page.screenshot(path=str(out / "photo.png"), full_page=False)
-            truth = photo.with_suffix(".json")
-            if page.locator("#refusal").count() and truth.exists():
-                castle = json.loads(truth.read_text()).get("castle")
-                page.click("text=Edit as castellan/1 JSON")
-                page.fill("#castle-json", json.dumps(castle))
-                page.click("#load-json")
-                page.wait_for_selector("#players-table")
-                page.click("#save")
-                page.wait_for_selector("#edit-status:has-text('Saved')")
-                page.reload()
+                sample = Path(tmp) / "table.jpg"
+                sample.write_bytes(buf.getvalue())
+            for photo in [sample] + ([Path(photo_arg)] if photo_arg else []):
+                page.goto(base + "/")
+                page.set_input_files("#photo", str(photo))
+                page.click("#score-button")
+                page.wait_for_url("**/a/*", timeout=180_000)
                 page.wait_for_timeout(300)
-                page.screenshot(path=str(out / "photo-corrected.png"), full_page=True)
+                refused = page.locator("#refusal").count() > 0
+                page.screenshot(path=str(out / ("photo.png" if refused else "photo-read.png")), full_page=not refused)
+                truth = photo.with_suffix(".json")
+                if refused and truth.exists():
+                    castle = json.loads(truth.read_text()).get("castle")
+                    page.click("text=Edit as castellan/1 JSON")
+                    page.fill("#castle-json", json.dumps(castle))
+                    page.click("#load-json")
+                    page.wait_for_selector("#players-table")
+                    page.click("#save")
+                    page.wait_for_selector("#edit-status:has-text('Saved')")
+                    page.reload()
+                    page.wait_for_timeout(300)
+                    page.screenshot(path=str(out / "photo-corrected.png"), full_page=True)
             page.goto(base + "/judge")
             page.select_option('select[name="before_stored"]', before_id)
             page.select_option('select[name="after_stored"]', after_id)

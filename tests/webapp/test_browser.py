@@ -193,3 +193,29 @@ def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server)
     page.click("#undo")
     page.wait_for_function("document.querySelector('#players-table tr[data-player=\"blue\"] td.points').textContent.trim() === '6'")
     page.context.close()
+
+
+def test_a_photo_that_is_read_shows_its_score_and_the_overlay_on_a_phone(browser, live_server, tmp_path):
+    # A small top-down render the reader must read exactly (tests/vision asserts it does), so this
+    # covers the scored-photo path; the Mitsuba sample photos are mostly refused today.
+    from scoring import parse_castle, score_castle
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+    from tests.vision.toyscene import encode_jpeg, render
+
+    photo = tmp_path / "castle.jpg"
+    photo.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=1)))
+    expected = {c: v["score"] for c, v in score_castle(parse_castle(PHOTO_CASTLE)).to_json()["players"].items()}
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(photo))
+    for colour in expected:
+        page.check(f'input[name="players"][value="{colour}"]')
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    assert page.locator("#refusal").count() == 0
+    assert "Pieces as read" in page.locator("figcaption").first.inner_text()
+    assert {c: points(page, c) for c in expected} == expected
+    # The stored reading is what a second visit shows.
+    page.reload()
+    assert {c: points(page, c) for c in expected} == expected
+    page.context.close()
