@@ -48,8 +48,9 @@ def main(argv: list[str]) -> int:
         before = dict(after, walls=after["walls"][:-2], keeps=after["keeps"][:-1])
         before_id = _post_json(base + "/api/score", before)["id"]
         after_id = _post_json(base + "/api/score", after)["id"]
+        # Photos with their ground truth beside them (not the contact sheet).
         photos = sorted(p for p in glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True)
-                        if not p.endswith("_mask.jpg"))
+                        if Path(p).with_suffix(".json").exists())
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             page = browser.new_context(viewport={"width": 375, "height": 812}, device_scale_factor=2,

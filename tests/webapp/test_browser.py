@@ -51,7 +51,9 @@ def browser():
 
 def sample_photo(tmp_path: Path) -> Path:
     """A rendered sample photo when the renderer's samples exist, else a plain photo-like JPEG."""
-    found = sorted(glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True))
+    # Photos with their ground truth beside them (not the contact sheet).
+    found = sorted(p for p in glob.glob(str(ROOT / "sample_photos" / "**" / "*.jpg"), recursive=True)
+                   if Path(p).with_suffix(".json").exists())
     if found:
         return Path(found[0])
     import numpy as np
