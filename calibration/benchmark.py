@@ -44,6 +44,16 @@ def _stats(values: list[float]) -> str:
     return f"mean |err| {a.mean():.3f}, median {np.median(a):.3f}, max {a.max():.3f}"
 
 
+def _measure_or_note_failure(image: np.ndarray, camera, label: str, result: dict):
+    """measure_pieces, or None with the failure noted in result["failures"] and on stderr."""
+    try:
+        return measure_pieces(image, camera=camera)
+    except PieceMeasureError as exc:
+        result["failures"].append(f"{label}: {exc}")
+        print(f"{label}: FAILED {exc}", file=sys.stderr)
+        return None
+
+
 def bench_intrinsics(trials: int, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     w, h = SIZE
@@ -108,11 +118,8 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
         shadowed = render_mat_view(K, R, t, (w, h), boxes=boxes, seed=trial, shadow=lamp)
         for key, camera, image in (("with_profile", cam, photo), ("without_profile", None, photo),
                                    ("shadows_with_profile", cam, shadowed)):
-            try:
-                m = measure_pieces(image, camera=camera)
-            except PieceMeasureError as exc:
-                result["failures"].append(f"trial {trial} {key}: {exc}")
-                print(f"trial {trial} {key}: FAILED {exc}", file=sys.stderr)
+            m = _measure_or_note_failure(image, camera, f"trial {trial} {key}", result)
+            if m is None:
                 continue
             errs = {}
             for kind, (ln, wd, _) in sizes.items():
@@ -156,11 +163,8 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
         cam = camera_profile_from_truth(truth)
         sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}  # the four keeps share one size
         for key, camera in (("with_profile", cam), ("without_profile", None)):
-            try:
-                m = measure_pieces(image, camera=camera)
-            except PieceMeasureError as exc:
-                result["failures"].append(f"{jpg.name} {key}: {exc}")
-                print(f"{jpg.name} {key}: FAILED {exc}", file=sys.stderr)
+            m = _measure_or_note_failure(image, camera, f"{jpg.name} {key}", result)
+            if m is None:
                 continue
             errs = {kind: (getattr(m.pieces, kind).footprint_mm[0] - ln, getattr(m.pieces, kind).footprint_mm[1] - wd,
                            None if getattr(m.pieces, kind).height_mm is None else getattr(m.pieces, kind).height_mm - ht)
