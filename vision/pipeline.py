@@ -276,7 +276,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
         ks.sort(key=lambda k: -k.stacked)
         top, rest = ks[0], ks[1:]
         runner_up = rest[0].stacked if rest else -1.0
-        typical = float(np.median([k.stacked for k in rest])) if len(rest) >= 2 else -1.0
+        typical = float(np.median([k.stacked for k in rest])) if len(rest) >= 2 else None
         for k in rest:
             if k.double:
                 k.confidence = min(k.confidence, 0.5 * KEEP_DOUBT)  # looked stacked, read as single
@@ -289,7 +289,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"{looked} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
-        elif top.stacked - typical > stands_out and top.stacked > -stands_out:
+        elif typical is not None and top.stacked - typical > stands_out and top.stacked > -stands_out:
             top.double = True
             top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
             notes.append({"rule": "C5", "severity": "notice",

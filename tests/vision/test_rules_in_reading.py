@@ -53,3 +53,5 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert [k.double for k in tall] == [True, False, False, False] and tall[0].confidence < KEEP_DOUBT
     flat = [_keep(0.9, -0.10), _keep(0.9, -0.11), _keep(0.9, -0.12)]
     assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
+    lone = [_keep(0.9, -0.05)]  # nothing to stand out from: it looked single, so it is single
+    assert choose_double_keeps(lone) == [] and not lone[0].double
