@@ -224,15 +224,15 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
     if not keys:
         return fit.lattice, fit.dims, fit.adj
     pivot = np.r_[np.mean(np.array(fit.sites, float), axis=0), 0.0]
-    params = np.zeros(8)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log focal, log size
     # The focal length is left alone: near straight down the silhouettes barely constrain it, and it
     # sets how far a keep's top leans, which is how a Double Keep is told from a single one.
-    steps = np.array([0.1, 0.1, 0.02, np.radians(0.5), 0.02, 0.02, 0.0, 0.05])
+    params = np.zeros(7)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log size
+    steps = np.array([0.1, 0.1, 0.02, np.radians(0.5), 0.02, 0.02, 0.05])
 
     def state(p: np.ndarray):
         lat = fit.lattice.moved(d_ij=(p[0], p[1]), pitch_factor=float(np.exp(p[2])), d_angle=p[3])
-        adj = (fit.adj[0] + p[4], fit.adj[1] + p[5], fit.adj[2] * float(np.exp(p[6])))
-        size = float(np.exp(p[7]))
+        adj = (fit.adj[0] + p[4], fit.adj[1] + p[5], fit.adj[2])
+        size = float(np.exp(p[6]))
         dims = Dims(fit.dims.tower_half * size, fit.dims.tower_h * size, fit.dims.wall_half * size,
                     fit.dims.wall_h * size, fit.dims.keep_half * size, fit.dims.keep_h * size)
         return lat, dims, adj
@@ -249,11 +249,11 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         improved = True
         while improved:
             improved = False
-            for i in np.nonzero(steps)[0]:
+            for i in range(len(params)):
                 for sign in (1.0, -1.0):
                     trial = params.copy()
                     trial[i] += sign * steps[i]
-                    if abs(np.log(size_now) + trial[7]) > np.log1p(max_size_change):
+                    if abs(np.log(size_now) + trial[6]) > np.log1p(max_size_change):
                         continue
                     s = score(trial)
                     if s > best:
@@ -338,14 +338,14 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     # pieces' lean (half a step off puts every line between the pieces): let the synthesis decide.
     best, best_key, best_plaus, base_score = None, 0.0, 0.0, 0.0
     first, first_key = None, 0.0  # the best at the top view's own pitch
-    quarter = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
-    sixteenth = tuple((dx, dy) for dx in (0.0, 0.25, 0.5, -0.25) for dy in (0.0, 0.25, 0.5, -0.25))
+    half_steps = ((0.0, 0.0), (0.5, 0.0), (0.0, 0.5), (0.5, 0.5))
+    quarter_steps = tuple((dx, dy) for dx in (0.0, 0.25, 0.5, -0.25) for dy in (0.0, 0.25, 0.5, -0.25))
     factors: list[float] = [1.0]
     for f in [a / lattice.pitch for a in lattice.alternatives] + [2.0, 0.5, 1 / 3]:
         if all(abs(np.log(f / g)) > 0.1 for g in factors):
             factors.append(f)
-    candidates = [(f, ((0.0, 0.0),) if f >= 1.5 else quarter) for f in factors]
-    candidates[0] = (1.0, sixteenth)
+    candidates = [(f, ((0.0, 0.0),) if f >= 1.5 else half_steps) for f in factors]
+    candidates[0] = (1.0, quarter_steps)
     for factor, offsets in candidates[:1] if pitch_known else candidates:
         for off in offsets:
             lat = lattice.moved(pitch_factor=factor).moved(d_ij=off)
