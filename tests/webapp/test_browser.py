@@ -197,7 +197,7 @@ def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server)
     page.context.close()
 
 
-def test_a_photo_that_is_read_shows_its_score_and_the_overlay_on_a_phone(browser, live_server, tmp_path):
+def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser, live_server, tmp_path):
     # A small top-down render the reader must read exactly (tests/vision asserts it does), so this
     # covers the scored-photo path; the Mitsuba sample photos are mostly refused today.
     from scoring import parse_castle, score_castle
@@ -220,4 +220,20 @@ def test_a_photo_that_is_read_shows_its_score_and_the_overlay_on_a_phone(browser
     # The stored reading is what a second visit shows.
     page.reload()
     assert {c: points(page, c) for c in expected} == expected
+    # Correct the reading: remove a wall of a claimed courtyard; the score changes at once and the
+    # shared link shows the corrected castle.
+    castle = json.loads(page.input_value("#castle-json"))
+    target = courtyard_wall(castle, page.request.post(live_server + "/preview", data={"castle": castle}).json()["result"])
+    page.click('button[data-tool="wall"]')
+    tap_point(page, *target["from"])
+    tap_point(page, *target["to"])
+    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    corrected = {c: points(page, c) for c in expected}
+    assert corrected != expected
+    page.click("#save")
+    page.wait_for_selector("#edit-status:has-text('Saved')")
+    other = browser.new_context(**PHONE).new_page()
+    other.goto(page.input_value("#share-url"))
+    assert {c: points(other, c) for c in expected} == corrected
+    other.context.close()
     page.context.close()
