@@ -55,3 +55,25 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
     lone = [_keep(0.9, -0.05)]  # nothing to stand out from: it looked single, so it is single
     assert choose_double_keeps(lone) == [] and not lone[0].double
+
+
+def _assess_with_a_piece_beyond_the_edge(region):
+    from types import SimpleNamespace
+
+    from vision.pipeline import assess
+
+    fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
+    fit.elements[1].clipped = True
+    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
+    return assess(masks=SimpleNamespace(brightness=200.0), region=region, pose=pose, fit=fit, keeps=[],
+                  score=None, weight_mask=None)
+
+
+def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
+    inside = np.zeros((120, 160), bool)
+    inside[30:90, 40:120] = True
+    verdict = _assess_with_a_piece_beyond_the_edge(inside)
+    assert "cut off" not in verdict.refusal and "lattice" in verdict.refusal
+    touching = inside.copy()
+    touching[30:90, :60] = True
+    assert "cut off on the left" in _assess_with_a_piece_beyond_the_edge(touching).refusal
