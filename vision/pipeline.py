@@ -407,12 +407,12 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     if f["elevation"] == 0.0:
         return Assessment(0.0, f"take the photo from higher up: the camera is only about {elev:.0f} degrees above the table (at least 35 are needed)", f, findings)
     # Cut off: a piece of the fitted castle crosses the photo's edge, and so do the castle's grey
-    # pixels (the grey region alone can reach the edge through glare or clutter; it names the side).
+    # pixels themselves (not just the castle region, which is widened), which name the side.
     # Fitted pieces beyond the edge while the castle's pixels stay inside mean a wrong lattice, and
     # "step back" would be the wrong advice.
     clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped]
     if clipped:
-        where = _cut_off_side(region)
+        where = _cut_off_side(region & masks.grey)
         if where is None:
             return Assessment(0.0, "the castle's lattice could not be fitted to the photo: take it again from higher up, with the whole castle in the frame and its walls clearly visible", {"lattice": 0.0}, findings)
         return Assessment(0.0, f"the castle is cut off on the {where} of the photo: step back or turn the phone so the whole castle is in the picture", {"framing": 0.0}, findings)

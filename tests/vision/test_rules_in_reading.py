@@ -57,7 +57,7 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert choose_double_keeps(lone) == [] and not lone[0].double
 
 
-def _assess_with_a_piece_beyond_the_edge(region):
+def _assess_with_a_piece_beyond_the_edge(region, grey=None):
     from types import SimpleNamespace
 
     from vision.pipeline import assess
@@ -65,8 +65,9 @@ def _assess_with_a_piece_beyond_the_edge(region):
     fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
     fit.elements[1].clipped = True
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
-    return assess(masks=SimpleNamespace(brightness=200.0), region=region, pose=pose, fit=fit, keeps=[],
-                  score=None, weight_mask=None)
+    grey = region.copy() if grey is None else grey
+    return assess(masks=SimpleNamespace(brightness=200.0, grey=grey), region=region, pose=pose, fit=fit,
+                  keeps=[], score=None, weight_mask=None)
 
 
 def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
@@ -77,3 +78,5 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
     touching = inside.copy()
     touching[30:90, :60] = True
     assert "cut off on the left" in _assess_with_a_piece_beyond_the_edge(touching).refusal
+    # The castle region is widened around the grey pixels: reaching the edge alone proves nothing.
+    assert "lattice" in _assess_with_a_piece_beyond_the_edge(touching, grey=inside).refusal
