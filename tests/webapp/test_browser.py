@@ -92,6 +92,17 @@ def tap_point(page, x: int, y: int) -> None:
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
+def remove_a_courtyard_wall(page, live_server: str) -> list:
+    """Tap away a wall of a claimed courtyard on the lattice drawing; returns the walls before."""
+    castle = json.loads(page.input_value("#castle-json"))
+    target = courtyard_wall(castle, page.request.post(live_server + "/preview", data={"castle": castle}).json()["result"])
+    page.click('button[data-tool="wall"]')
+    tap_point(page, *target["from"])
+    tap_point(page, *target["to"])
+    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    return castle["walls"]
+
+
 def test_upload_read_correct_save_and_share_on_a_phone(browser, live_server, tmp_path):
     context = browser.new_context(**PHONE)
     page = context.new_page()
@@ -120,13 +131,7 @@ def test_upload_read_correct_save_and_share_on_a_phone(browser, live_server, tmp
     before = {c: points(page, c) for c in ("red", "blue") if page.locator(f'#players-table tr[data-player="{c}"]').count()}
 
     # Correct a wall: remove it if it exists there, else add it; the score must change at once.
-    castle = json.loads(page.input_value("#castle-json"))
-    walls = castle["walls"]
-    target = courtyard_wall(castle, page.request.post(live_server + "/preview", data={"castle": castle}).json()["result"])
-    page.click('button[data-tool="wall"]')
-    tap_point(page, *target["from"])
-    tap_point(page, *target["to"])
-    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    walls = remove_a_courtyard_wall(page, live_server)
     after = {c: points(page, c) for c in before}
     assert after != before, "removing a wall of a courtyard must change the score"
     assert page.locator("#lattice").get_attribute("data-walls") == str(len(walls) - 1)
@@ -222,12 +227,7 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
     assert {c: points(page, c) for c in expected} == expected
     # Correct the reading: remove a wall of a claimed courtyard; the score changes at once and the
     # shared link shows the corrected castle.
-    castle = json.loads(page.input_value("#castle-json"))
-    target = courtyard_wall(castle, page.request.post(live_server + "/preview", data={"castle": castle}).json()["result"])
-    page.click('button[data-tool="wall"]')
-    tap_point(page, *target["from"])
-    tap_point(page, *target["to"])
-    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    remove_a_courtyard_wall(page, live_server)
     corrected = {c: points(page, c) for c in expected}
     assert corrected != expected
     page.click("#save")
