@@ -157,6 +157,33 @@ def _hull(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> Polygon:
     return MultiPoint(_box_corners(params, nadir, cam_z)).convex_hull
 
 
+def _hull_points(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    """The projected box's outline on the mat: the convex hull of its corners, in mat mm."""
+    corners = _box_corners(params, nadir, cam_z)
+    return corners[cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()]
+
+
+def _start_boxes(points: np.ndarray, cam_z: float, heights: tuple[float, ...]) -> list[np.ndarray]:
+    """Starting boxes for a fit: the outline's minimum-area rectangle, shrunk for each trial height
+    (a taller piece's outline is blown up more by parallax), along either of its sides."""
+    (cx, cy), (w0, h0), ang = cv2.minAreaRect(np.asarray(points, np.float32))
+    starts = []
+    for height in heights:
+        k = cam_z / (cam_z - height)
+        for theta, (ln, wd) in ((math.radians(ang), (w0, h0)), (math.radians(ang) + math.pi / 2, (h0, w0))):
+            starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
+    return starts
+
+
+def _oriented_fit(p: np.ndarray, outline: Polygon, nadir: np.ndarray, cam_z: float) -> tuple[np.ndarray, float]:
+    """Fitted box with its length as the longer side, and the IoU of its projected hull with `outline`."""
+    if p[4] > p[3]:
+        p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
+    hull = _hull(p, nadir, cam_z)
+    inter = hull.intersection(outline).area
+    return p, float(inter / (hull.area + outline.area - inter))
+
+
 def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
     """Signed distance (outside > 0) of points to a convex polygon given counter-clockwise or not."""
     a = poly
@@ -194,10 +221,7 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
                                         np.append(pts[:, i], pts[0, i])) for i in (0, 1)])
 
     def residuals(q):
-        corners = _box_corners(_expand(q, square), nadir, cam_z)
-        idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
-        hull = corners[idx]
-        r = _boundary_distance(sample, hull)
+        r = _boundary_distance(sample, _hull_points(_expand(q, square), nadir, cam_z))
         if height_prior is not None:
             # When the piece stands near the camera's foot point its height and its size trade
             # off against each other; a weak pull towards the expected height settles it, and
@@ -206,15 +230,7 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
             r = np.append(r, 0.1 * math.sqrt(len(sample)) * (q[-1] - h0) / sigma)
         return r
 
-    starts = []
-    if start is not None:
-        starts.append(start)
-    else:
-        (cx, cy), (w0, h0), ang = cv2.minAreaRect(pts.astype(np.float32))
-        for height in (12.0, 25.0, 45.0):
-            k = cam_z / (cam_z - height)
-            for theta, (ln, wd) in ((math.radians(ang), (w0, h0)), (math.radians(ang) + math.pi / 2, (h0, w0))):
-                starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
+    starts = [start] if start is not None else _start_boxes(pts, cam_z, (12.0, 25.0, 45.0))
     best = None
     lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
     hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
@@ -226,13 +242,7 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
                                      bounds=(lo[:4] + lo[5:], hi[:4] + hi[5:]) if square else (lo, hi))
         if best is None or res.cost < best.cost:
             best = res
-    p = _expand(best.x, square)
-    if p[4] > p[3]:
-        p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
-    hull = _hull(p, nadir, cam_z)
-    inter = hull.intersection(outline).area
-    iou = inter / (hull.area + outline.area - inter)
-    return p, float(iou)
+    return _oriented_fit(_expand(best.x, square), outline, nadir, cam_z)
 
 
 # Share of the surely-not-piece pixels near a piece that its fitted outline may cover before the
@@ -292,9 +302,7 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
     far as the rest requires."""
 
     def residuals(q):
-        corners = _box_corners(_expand(q, square), nadir, cam_z)
-        idx = cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()
-        hull = corners[idx]
+        hull = _hull_points(_expand(q, square), nadir, cam_z)
         r = [np.maximum(_boundary_distance(ev.piece_mm, hull), 0) if len(ev.piece_mm) else np.zeros(0),
              np.maximum(-_boundary_distance(ev.background_mm, hull), 0) if len(ev.background_mm) else np.zeros(0),
              UNKNOWN_WEIGHT * np.maximum(-_boundary_distance(ev.unknown_mm, hull), 0) if len(ev.unknown_mm) else np.zeros(0)]
@@ -304,15 +312,7 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
             r = np.append(r, 0.1 * math.sqrt(max(len(ev.piece_mm), 1) / 4) * (q[-1] - h0) / sigma)
         return r
 
-    starts = []
-    if start is not None:
-        starts.append(start)
-    else:
-        (cx, cy), (w0, h0), ang = cv2.minAreaRect(np.asarray(outline.exterior.coords, np.float32))
-        for height in (15.0, 35.0):
-            k = cam_z / (cam_z - height)
-            for theta, (ln, wd) in ((math.radians(ang), (w0, h0)), (math.radians(ang) + math.pi / 2, (h0, w0))):
-                starts.append(np.array([cx, cy, theta, ln / k, wd / k, height]))
+    starts = [start] if start is not None else _start_boxes(np.asarray(outline.exterior.coords), cam_z, (15.0, 35.0))
     lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
     hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
     if start is not None:
@@ -332,12 +332,7 @@ def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: f
                                      diff_step=1e-3, max_nfev=60 * len(q0))
         if best is None or res.cost < best.cost:
             best = res
-    p = _expand(best.x, square)
-    if p[4] > p[3]:
-        p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
-    hull = _hull(p, nadir, cam_z)
-    inter = hull.intersection(outline).area
-    return p, float(inter / (hull.area + outline.area - inter))
+    return _oriented_fit(_expand(best.x, square), outline, nadir, cam_z)
 
 
 def _subpixel_outline(d: np.ndarray, comp: np.ndarray) -> np.ndarray | None:
