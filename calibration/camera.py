@@ -23,6 +23,7 @@ import numpy as np
 
 from calibration.mat import detect_charuco, mat_layout
 from calibration.profiles import CameraProfile, Profile, ProfileError
+from vision.camera import focal_from_homography as vision_focal_from_homography
 
 # A phone's main camera is close to 26 mm equivalent (a 35 mm frame's diagonal is 43.27 mm).
 DEFAULT_FOCAL_35MM = 26.0
@@ -165,25 +166,5 @@ def undistort_image(image: np.ndarray, camera: CameraProfile) -> np.ndarray:
 
 
 def focal_from_homography(H: np.ndarray, width: int, height: int) -> float | None:
-    """Focal length (px) from one plane -> image homography, square pixels, centred principal point.
-
-    Zhang's constraints r1 . r2 = 0 and |r1| = |r2| solved for 1/f^2 by least squares. None when the
-    view is too close to straight down for f to be observable (then the default focal is as good).
-    """
-    c = np.array([[1, 0, -(width - 1) / 2.0], [0, 1, -(height - 1) / 2.0], [0, 0, 1]])
-    h = c @ np.asarray(H, np.float64)
-    h1, h2 = h[:, 0], h[:, 1]
-    a = np.array([h1[0] * h2[0] + h1[1] * h2[1], h1[0] ** 2 + h1[1] ** 2 - h2[0] ** 2 - h2[1] ** 2])
-    b = -np.array([h1[2] * h2[2], h1[2] ** 2 - h2[2] ** 2])
-    if float(a @ a) <= 0:
-        return None
-    u = float(a @ b) / float(a @ a)
-    if u <= 0:
-        return None
-    f = 1.0 / math.sqrt(u)
-    diag = math.hypot(width, height)
-    # How much perspective the view has; below this the estimate is noise.
-    persp = math.hypot(h1[2], h2[2]) * diag / max(1e-12, math.hypot(*h1[:2]) + math.hypot(*h2[:2]))
-    if persp < 0.05 or not 0.4 * diag < f < 4.0 * diag:
-        return None
-    return f
+    """Focal length (px) from one mat -> image homography, principal point at OpenCV's pixel centre."""
+    return vision_focal_from_homography(H, width, height, principal_point=((width - 1) / 2.0, (height - 1) / 2.0))

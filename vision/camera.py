@@ -24,15 +24,19 @@ def intrinsics(width: int, height: int, focal_px: float | None = None) -> np.nda
     return np.array([[focal_px, 0.0, width / 2.0], [0.0, focal_px, height / 2.0], [0.0, 0.0, 1.0]])
 
 
-def focal_from_homography(H: np.ndarray, width: int, height: int) -> float | None:
-    """Focal length (px) from one plane homography (table -> image), principal point at the centre.
+def focal_from_homography(H: np.ndarray, width: int, height: int,
+                          principal_point: tuple[float, float] | None = None) -> float | None:
+    """Focal length (px) from one plane homography (table -> image), square pixels.
 
+    `principal_point` defaults to (width / 2, height / 2), the convention of `intrinsics`; OpenCV's
+    calibration (calibration.camera) puts the centre at ((width - 1) / 2, (height - 1) / 2).
     Uses Zhang's two constraints (r1 . r2 = 0, |r1| = |r2|) solved for f alone. Returns None when the
     view is so close to straight-down that f is not observable (then any sensible f gives the same
     picture of the table, and the caller's default is fine).
     """
-    c = np.array([[1, 0, -width / 2.0], [0, 1, -height / 2.0], [0, 0, 1]])
-    h = c @ H
+    cx, cy = principal_point if principal_point is not None else (width / 2.0, height / 2.0)
+    c = np.array([[1, 0, -cx], [0, 1, -cy], [0, 0, 1]])
+    h = c @ np.asarray(H, np.float64)
     h1, h2 = h[:, 0], h[:, 1]
     # With K = diag(f, f, 1): (h1x h2x + h1y h2y)/f^2 + h1z h2z = 0  and
     # (h1x^2 + h1y^2 - h2x^2 - h2y^2)/f^2 + h1z^2 - h2z^2 = 0. Least squares in u = 1/f^2.
