@@ -229,12 +229,14 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
     params = np.zeros(7)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log size
     steps = np.array([0.1, 0.1, 0.02, np.radians(0.5), 0.02, 0.02, 0.05])
 
+    # Keeps keep their sizes: the grey mask misses pieces' shaded sides, which biases the refined size,
+    # and a keep's expected height is what tells a Double Keep from a single one.
     def state(p: np.ndarray):
         lat = fit.lattice.moved(d_ij=(p[0], p[1]), pitch_factor=float(np.exp(p[2])), d_angle=p[3])
         adj = (fit.adj[0] + p[4], fit.adj[1] + p[5], fit.adj[2])
         size = float(np.exp(p[6]))
         dims = Dims(fit.dims.tower_half * size, fit.dims.tower_h * size, fit.dims.wall_half * size,
-                    fit.dims.wall_h * size, fit.dims.keep_half * size, fit.dims.keep_h * size)
+                    fit.dims.wall_h * size, fit.dims.keep_half, fit.dims.keep_h)
         return lat, dims, adj
 
     def score(p: np.ndarray) -> float:
