@@ -40,14 +40,18 @@ def _photo(boxes, elevation, azimuth, distance, light=(1.0, 1.0, 1.0), seed=0):
     return render_mat_view(K, R, t, SIZE, boxes=boxes, light=light, seed=seed)
 
 
+def _assert_footprints(m, truth: dict, abs_mm: float) -> None:
+    for kind, (length, width) in truth.items():
+        got = getattr(m.pieces, kind).footprint_mm
+        assert got[0] == pytest.approx(length, abs=abs_mm), kind
+        assert got[1] == pytest.approx(width, abs=abs_mm), kind
+
+
 @pytest.mark.parametrize("scale, elevation, azimuth, distance", [(0.9, 60, 90, 420), (1.12, 70, 300, 460)])
 def test_piece_sizes_within_one_millimetre(scale, elevation, azimuth, distance):
     boxes, truth = _scene(scale)
     m = measure_pieces(_photo(boxes, elevation, azimuth, distance), camera=CAMERA)
-    for kind, (length, width) in truth.items():
-        got = getattr(m.pieces, kind).footprint_mm
-        assert got[0] == pytest.approx(length, abs=1.0), kind
-        assert got[1] == pytest.approx(width, abs=1.0), kind
+    _assert_footprints(m, truth, abs_mm=1.0)
     assert m.pieces.lattice_pitch_mm == pytest.approx(54 * scale, abs=1.5)
     # The height is what removes the parallax; it is measured too, if less precisely.
     assert m.pieces.tower.height_mm == pytest.approx(42 * scale, rel=0.15)
@@ -59,10 +63,7 @@ def test_a_lamps_shadows_do_not_inflate_the_sizes():
     R, t = look_at((105, 148), 65, 300, 440)
     photo = render_mat_view(K, R, t, SIZE, boxes=boxes, shadow=(55, 30, 0.35))
     m = measure_pieces(photo, camera=CAMERA)
-    for kind, (length, width) in truth.items():
-        got = getattr(m.pieces, kind).footprint_mm
-        assert got[0] == pytest.approx(length, abs=1.5), kind
-        assert got[1] == pytest.approx(width, abs=1.5), kind
+    _assert_footprints(m, truth, abs_mm=1.5)
 
 
 def test_keep_colours_are_named_and_measured_under_the_users_light():

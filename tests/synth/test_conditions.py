@@ -59,10 +59,11 @@ def test_colour_temperature_runs_from_warm_to_cool():
 
 def test_found_libllvm_is_recent_enough():
     path = find_libllvm()
-    if path is not None:
-        assert Path(path).exists()
-        digits = "".join(ch if ch.isdigit() else " " for ch in Path(path).name).split()
-        assert int(digits[0]) >= MIN_LLVM_MAJOR
+    if path is None:
+        pytest.skip("no libLLVM on this machine (scripts/setup.sh installs libllvm19)")
+    assert Path(path).exists()
+    digits = "".join(ch if ch.isdigit() else " " for ch in Path(path).name).split()
+    assert int(digits[0]) >= MIN_LLVM_MAJOR
 
 
 def test_scalar_variant_renders_when_llvm_is_not_wanted(tmp_path):

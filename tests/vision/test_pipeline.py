@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from scoring import parse_castle, score_castle
-from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render
+from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render, top_down_jpeg
 from vision import PhotoError, read_photo
 from vision.pipeline import CONFIDENCE_THRESHOLD
 
@@ -47,8 +47,7 @@ def _assert_scored_right_or_refused(reading) -> None:
 
 @pytest.fixture(scope="module")
 def top_down() -> bytes:
-    """Nearly straight down: 80 degrees, so a Double Keep's extra height still shows."""
-    return encode_jpeg(render(SMALL_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=1))
+    return top_down_jpeg()
 
 
 def test_straight_down_photo_is_right_or_says_what_to_do():

@@ -10,7 +10,7 @@ import pytest
 from skimage import color
 
 from calibration.profiles import PieceProfile, PieceSize, Profile, ProfileError, parse_profile
-from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render
+from tests.vision.toyscene import top_down_jpeg
 from vision import read_photo
 from vision.masks import HUE_CENTRES, KEEP_COLOURS, compute_masks
 from vision.profile import settings_from_profile
@@ -93,7 +93,7 @@ def test_piece_profile_sets_the_sizes_in_lattice_steps():
 
 @pytest.fixture(scope="module")
 def top_down() -> bytes:
-    return encode_jpeg(render(SMALL_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=1))
+    return top_down_jpeg()
 
 
 def test_piece_profile_changes_the_piece_sizes_the_reconstruction_uses(top_down):

@@ -207,10 +207,10 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
     # covers the scored-photo path; the Mitsuba sample photos are mostly refused today.
     from scoring import parse_castle, score_castle
     from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
-    from tests.vision.toyscene import encode_jpeg, render
+    from tests.vision.toyscene import top_down_jpeg
 
     photo = tmp_path / "castle.jpg"
-    photo.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=1)))
+    photo.write_bytes(top_down_jpeg())
     expected = {c: v["score"] for c, v in score_castle(parse_castle(PHOTO_CASTLE)).to_json()["players"].items()}
     page = browser.new_context(**PHONE).new_page()
     page.goto(live_server + "/")
