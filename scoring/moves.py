@@ -53,10 +53,6 @@ def _difference(after: tuple, before: tuple) -> tuple:
     return tuple(sorted(extra.elements()))
 
 
-def _owner(yard: Courtyard, claimed: dict[int, list[Keep]]) -> str | None:
-    return owner_of(claimed.get(yard.id, []))
-
-
 def _match_keeps(before_claims: list[tuple[Keep, Courtyard]], after_claims: list[tuple[Keep, Courtyard]]):
     """Pair each keep that stood before with one after it: same colour and height, in the same courtyard
     or a part of it (a keep may be moved inside its courtyard, C4, and a courtyard may be divided, C3)."""
@@ -76,7 +72,7 @@ def _inside_foreign_courtyard(towers, walls, yards: list[Courtyard], claimed, pl
     """T3: a piece built inside a courtyard that another player has claimed."""
     found = []
     for yard in yards:
-        owner = _owner(yard, claimed)
+        owner = owner_of(claimed.get(yard.id, []))
         if owner is None or owner == player:
             continue
         for t in towers:
@@ -152,8 +148,8 @@ def check_move(before: Castle, after: Castle, player: str) -> MoveCheck:
             found.append(Finding("T1", VIOLATION, f"the {keep} was taken away; keeps stay in their courtyards", (keep.at,)))
 
     for yard in new_yards:
-        owner = _owner(yard, claimed_after)
-        divided = any(yard.cells < old.cells and _owner(old, claimed_before) == player for old in yards_before)
+        owner = owner_of(claimed_after.get(yard.id, []))
+        divided = any(yard.cells < old.cells and owner_of(claimed_before.get(old.id, [])) == player for old in yards_before)
         rule = "C3" if divided else "C2"
         what = "divided off" if divided else "enclosed"
         if owner != player:

@@ -121,10 +121,10 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     """All random choices for one photo; `overrides` replaces fields by name (lights: a list of kinds)."""
     rng = np.random.default_rng([seed, 0xCA57])
     overrides = dict(overrides or {})
-    unknown = set(overrides) - {f.name for f in dataclasses.fields(Conditions)} - {"light_kinds"}
+    known = {f.name for f in dataclasses.fields(Conditions)} | {"light_kinds"}
+    unknown = set(overrides) - known
     if unknown:
-        known = sorted({f.name for f in dataclasses.fields(Conditions)} | {"light_kinds"})
-        raise ValueError(f"unknown condition(s) {sorted(unknown)}; known: {', '.join(known)}")
+        raise ValueError(f"unknown condition(s) {sorted(unknown)}; known: {', '.join(sorted(known))}")
     # 85 % in spec (35-90 degrees), 15 % in the harder 25-35 band.
     elevation = float(rng.uniform(35, 90) if rng.random() < 0.85 else rng.uniform(25, 35))
     elevation = min(90.0, elevation + (5.0 if rng.random() < 0.1 else 0.0))

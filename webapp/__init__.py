@@ -98,10 +98,7 @@ def _register_errors(app: Flask) -> None:
     @app.errorhandler(StorageError)
     def storage_down(exc: StorageError):
         log.error("storage failed on %s %s: %s", request.method, request.path, exc)
-        message = "The database is not available right now; nothing was stored. Try again in a minute."
-        if _wants_json():
-            return jsonify({"error": message}), 503
-        return render_template("error.html", message=message, status=503), 503
+        return problem(RequestProblem(503, "The database is not available right now; nothing was stored. Try again in a minute."))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

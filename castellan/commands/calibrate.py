@@ -40,14 +40,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pcs.set_defaults(func=run_pieces)
 
 
-def read_photo(path: str):
-    """A photo file as a BGR uint8 array, upright per its EXIF orientation."""
+def read_photo(path: str, data: bytes | None = None):
+    """A photo file (or its bytes, already read) as a BGR uint8 array, upright per its EXIF orientation."""
+    import io
+
     import numpy as np
     from PIL import Image, ImageOps
 
-    p = Path(path)
-    if not p.is_file():
-        raise _BadInput(f"{path}: no such file" if not p.exists() else f"{path}: is not a file")
+    if data is None:
+        data = read_photo_bytes(path)
     try:
         import pillow_heif
 
@@ -55,7 +56,7 @@ def read_photo(path: str):
     except ImportError:  # HEIC support is optional; other formats still work
         pass
     try:
-        with Image.open(p) as im:
+        with Image.open(io.BytesIO(data)) as im:
             if im.width * im.height > MAX_PIXELS:
                 raise _BadInput(f"{path}: {im.width}x{im.height} is too big a photo (at most {MAX_PIXELS // 1_000_000} MP)")
             im = ImageOps.exif_transpose(im).convert("RGB")
@@ -65,6 +66,16 @@ def read_photo(path: str):
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise _BadInput(f"{path}: not a readable photo ({exc}); use a JPEG, PNG or HEIC photo") from None
     return np.ascontiguousarray(rgb[:, :, ::-1])
+
+
+def read_photo_bytes(path: str) -> bytes:
+    p = Path(path)
+    if not p.is_file():
+        raise _BadInput(f"{path}: no such file" if not p.exists() else f"{path}: is not a file")
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise _BadInput(f"{path}: cannot be read ({exc})") from None
 
 
 def _write(profile, output: str):
@@ -107,10 +118,11 @@ def run_pieces(args: argparse.Namespace) -> int:
 
     try:
         prof = load_profiles(args.profile)
-        image = read_photo(args.photo)
+        data = read_photo_bytes(args.photo)  # read once: pixels and EXIF focal length
+        image = read_photo(args.photo, data)
         from calibration.camera import exif_focal_35mm
 
-        focal35 = exif_focal_35mm(Path(args.photo).read_bytes())
+        focal35 = exif_focal_35mm(data)
         result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=focal35)
         if args.debug:
             import cv2
