@@ -20,7 +20,7 @@ from synth.backend import load_mitsuba
 from synth.camera import fit_camera
 from synth.conditions import draw_conditions
 from synth.postprocess import develop, encode_jpeg
-from synth.render import _build_scene, _keep_lights_out_of_view, _render_linear
+from synth.render import _build_scene, _render_linear
 from synth.scene import KEEP_COLOURS, Item, Layout
 
 # Where the pieces stand on an A4 mat (paper mm from the top-left corner) and their base turn (degrees):
@@ -98,7 +98,6 @@ def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960,
     mi, variant = load_mitsuba()
     camera = fit_camera(layout.castle_points, layout.castle_centre, width, height, cond.focal_mm, cond.elevation_deg,
                         cond.azimuth_deg, cond.roll_deg, cond.margin)
-    _keep_lights_out_of_view(cond, camera, layout.castle_centre)
     scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
     linear = _render_linear(mi, scene, spp, int(seed) % (1 << 31))
     jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)

@@ -207,6 +207,7 @@ def _sensor(mi: Any, camera: Camera, spp: int) -> dict:
 
 def _build_scene(mi: Any, layout: Layout, cond: Conditions, camera: Camera, spp: int,
                  rng: np.random.Generator) -> tuple[Any, dict[str, Any]]:
+    _keep_lights_out_of_view(cond, camera, layout.castle_centre)  # every scene, whoever builds it
     # Texture detail to match the photo: 2048 px tables for phone-sized photos, less for thumbnails.
     table = table_texture(cond.table_kind, rng, 2048 if camera.width * camera.height > 500_000 else 512)
     mats = _materials(mi, layout, cond, rng)
@@ -331,7 +332,6 @@ def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 120
     target = layout.castle_centre + np.array([cond.target_offset[0] * size, cond.target_offset[1] * size, 0])
     camera = fit_camera(layout.castle_points, target, width, height, cond.focal_mm, cond.elevation_deg,
                         cond.azimuth_deg, cond.roll_deg, cond.margin)
-    _keep_lights_out_of_view(cond, camera, layout.castle_centre)
     scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
     timings["scene_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
