@@ -301,8 +301,9 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     """Where the photo is ambiguous, let the rules decide; every such decision is reported.
 
     Only pieces whose image evidence is weak (|margin| < PIECE_MARGIN) may be flipped, one or two at a
-    time, and only when that removes rule problems (G1-G6, piece counts). A Double Keep too many for one
-    colour (C5) keeps the most certain one. The confidence still counts these pieces as uncertain.
+    time, and only when that removes rule problems (G1-G6, piece counts), after the Double Keeps are
+    chosen per colour (C5) and towers added where walls meet (G1). The confidence still counts these
+    pieces as uncertain.
     """
     notes = choose_double_keeps(keeps)
     notes += add_required_towers(fit)
