@@ -2,7 +2,8 @@
 
     python -m calibration.benchmark intrinsics [--trials 10]      focal length error, random cameras
     python -m calibration.benchmark pieces [--trials 8]           piece size error, random sets and poses
-    python -m calibration.benchmark pieces-render [--photos 4]    piece size error on Mitsuba renders
+    python -m calibration.benchmark pieces-render [--photos 4] [--seed S] [--any-light]
+                                                                 piece size error on Mitsuba renders
     python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with profiles
 
 `intrinsics` and `pieces` draw exact pinhole views (calibration.synthetic) with random focal length,
@@ -144,12 +145,14 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
     return result
 
 
-def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = True) -> dict:
+def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = True, seed: int | None = None) -> dict:
     """Piece sizes measured on Mitsuba renders of loose pieces on the mat (synth.calibration_scene),
-    with the render's camera as a profile and without one. Renders are kept in `cache` and reused."""
+    with the render's camera as a profile and without one. Renders are kept in `cache` and reused.
+    Seeds run from `seed` (default 200 for even light, 100 for any light) upwards."""
     cache.mkdir(parents=True, exist_ok=True)
     result: dict = {"with_profile": [], "without_profile": [], "failures": []}
-    seed = 200 if even_light else 100
+    if seed is None:
+        seed = 200 if even_light else 100
     for i in range(photos):
         jpg, meta = cache / f"calib_{seed + i:04d}.jpg", cache / f"calib_{seed + i:04d}.json"
         if not (jpg.exists() and meta.exists()):
@@ -175,7 +178,7 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
                   f"table {truth['table']['name']} {key}: " +
                   ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" + ("" if e[2] is None else f" h {e[2]:+.1f}")
                             for k, e in errs.items()), file=sys.stderr)
-    lines = [f"{photos} Mitsuba renders of loose pieces on an A4 mat (1280x960, {spp} spp, "
+    lines = [f"{photos} Mitsuba renders (seeds {seed}-{seed + photos - 1}) of loose pieces on an A4 mat (1280x960, {spp} spp, "
              f"{'even light, framed on the mat' if even_light else 'any light and framing'}) in {cache}; "
              "error = measured - rendered size (wall length face to face, without its end tabs)"]
     for key in ("with_profile", "without_profile"):
@@ -337,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--spp", type=int, default=8)
     r.add_argument("--any-light", action="store_true", help="sun and lamps too, mat at any turn (default: "
                    "the even light and framing `castellan calibrate pieces` asks for)")
+    r.add_argument("--seed", type=int, help="first render seed (default 200 with even light, 100 with --any-light); "
+                   "keep seeds you never looked at for the final figure")
     r.add_argument("--cache", type=Path, default=Path("out/calibration_renders"),
                    help="renders are written here and reused on the next run")
     for p in (a, b, c, r):
@@ -348,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.what == "pieces":
         result = bench_pieces(args.trials)
     elif args.what == "pieces-render":
-        result = bench_pieces_render(args.photos, args.spp, args.cache, even_light=not args.any_light)
+        result = bench_pieces_render(args.photos, args.spp, args.cache, even_light=not args.any_light,
+                                     seed=args.seed)
     else:
         if not args.folder.is_dir():
             print(f"{args.folder}: not a folder", file=sys.stderr)
