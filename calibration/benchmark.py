@@ -7,7 +7,8 @@
     python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with profiles
 
 `intrinsics` and `pieces` draw exact pinhole views (calibration.synthetic) with random focal length,
-principal point, lens distortion, camera elevation and azimuth, and piece sizes within +/-15 %.
+principal point, lens distortion, camera elevation and azimuth, and piece sizes within +/-15 %
+(walls with their end tabs; wall length is tower face to tower face, without the tabs).
 `pieces-render` measures the same on physically rendered photos (synth.calibration_scene: Mitsuba,
 the scene's light, table, noise and JPEG; each kind of piece at its own scale).
 `vision` reads a folder of renders (synth.batch output: X.jpg + X.json) three times with
@@ -86,6 +87,21 @@ def bench_intrinsics(trials: int, seed: int = 0) -> dict:
                        f"reprojection rms median {statistics.median(rms):.3f} px"}
 
 
+def wall_boxes(x: float, y: float, length: float, width: float, height: float, angle_deg: float, colour,
+               tower_side: float) -> list:
+    """A wall as render_mat_view boxes: its body, `length` from tower face to tower face, and a tab
+    at each end as synth.geometry builds them (0.12 x 0.22 of the tower's side, up to 0.73 of the
+    wall's height), so a measurement must tell the body's ends from the tabs'."""
+    depth, tab_w = 0.12 * tower_side, 0.22 * tower_side
+    a = math.radians(angle_deg)
+    boxes = [(box_corners(x, y, length, width, angle_deg), height, colour)]
+    for sign in (-1, 1):
+        off = sign * (length + depth) / 2
+        boxes.append((box_corners(x + off * math.cos(a), y + off * math.sin(a), depth, tab_w, angle_deg),
+                      0.73 * height, colour))
+    return boxes
+
+
 def _pieces_scene(rng: np.random.Generator):
     s = {k: rng.uniform(0.85, 1.15) for k in ("tower", "wall", "keep")}
     hs = rng.uniform(0.85, 1.15)
@@ -98,7 +114,12 @@ def _pieces_scene(rng: np.random.Generator):
     for i, (kind, (x, y), a) in enumerate(zip(kinds, spots, base_angle)):
         ln, wd, ht = sizes[kind]
         colour = GREY if kind != "keep" else KEEP_BGR[i - 3]
-        boxes.append((box_corners(x, y, ln, wd, a + rng.uniform(-15, 15)), ht, colour))
+        turn = a + rng.uniform(-15, 15)
+        if kind.endswith("wall"):
+            # The walls' tabs are sized by a tower of their own scale, not the one on the mat.
+            boxes += wall_boxes(x, y, ln, wd, ht, turn, colour, 22 * s["wall"])
+        else:
+            boxes.append((box_corners(x, y, ln, wd, turn), ht, colour))
     return boxes, sizes
 
 

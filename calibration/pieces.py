@@ -71,7 +71,9 @@ class PieceFit:
     lab: tuple[float, float, float] | None = None
     colour: str | None = None
     outline_mm: np.ndarray | None = None
+    raw_outline_mm: np.ndarray | None = None  # before filling its dents (a wall's tabs make real ones)
     evidence: "_Evidence | None" = None  # set when a shadow made the outline unusable
+    outline_start: np.ndarray | None = None  # the box fitted to the outline alone
 
 
 @dataclass
@@ -119,7 +121,8 @@ def _levels(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, sigma_mm: floa
     return out[0], out[1]
 
 
-def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: np.ndarray):
+def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: np.ndarray,
+                thr: float = DIFF_THRESHOLD):
     black, white = _levels(rect, t01, valid & ~exclude)
     span = np.maximum(white - black, 20.0)
     expected = black + span * t01[:, :, None]
@@ -138,19 +141,32 @@ def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: n
     # print (on black ink a shadow hardly shows). Grey plastic on white looks the same, so such
     # pixels are evidence of nothing; pieces are found from the rest.
     lum_diff = (rect - expected).mean(axis=2) / span.mean(axis=2)
-    shadow_like = (t01 > 0.6) & (lum_diff < 0) & (d_col < DIFF_THRESHOLD)
+    shadow_like = (t01 > 0.6) & (lum_diff < 0) & (d_col < thr)
     return d, white, shadow_like
 
 
 def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
-    """Footprint corners (4) and top corners projected onto the mat (4), in mat mm."""
-    cx, cy, theta, length, width, height = params
+    """Footprint corners (4) and top corners projected onto the mat (4), in mat mm.
+
+    With 9 parameters the piece is a wall with a tab at each end (the tongues that slide into the
+    towers' slots): (..., depth, width, height) of the tabs as shares of the body's width, width
+    and height (WALL_TAB); their corners are added (8 per tab). The body's length is the wall's
+    length tower face to tower face."""
+    cx, cy, theta, length, width, height = params[:6]
     c, s = math.cos(theta), math.sin(theta)
     ax, ay = np.array([c, s]), np.array([-s, c])
-    base = np.array([cx, cy]) + np.outer([0.5, 0.5, -0.5, -0.5], ax) * length \
-        + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width
+    centre = np.array([cx, cy])
+    base = centre + np.outer([0.5, 0.5, -0.5, -0.5], ax) * length + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width
     k = cam_z / max(cam_z - height, 1e-3)
-    return np.vstack([base, nadir + k * (base - nadir)])
+    out = [base, nadir + k * (base - nadir)]
+    if len(params) == 9:
+        depth, tab_w, tab_h = params[6] * width, params[7] * width, params[8] * height
+        kt = cam_z / max(cam_z - tab_h, 1e-3)
+        for sign in (-1.0, 1.0):
+            along = np.array([length / 2, length / 2 + depth, length / 2 + depth, length / 2]) * sign
+            tab = centre + np.outer(along, ax) + np.outer([0.5, 0.5, -0.5, -0.5], ay) * tab_w
+            out += [tab, nadir + kt * (tab - nadir)]
+    return np.vstack(out)
 
 
 def _hull(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> Polygon:
@@ -161,6 +177,20 @@ def _hull_points(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndar
     """The projected box's outline on the mat: the convex hull of its corners, in mat mm."""
     corners = _box_corners(params, nadir, cam_z)
     return corners[cv2.convexHull(corners.astype(np.float32), returnPoints=False).ravel()]
+
+
+def _model_distance(points: np.ndarray, params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    """Signed distance (outside > 0) of points to the piece's projected outline: one box, or a
+    wall's body and its two end tabs (the union of three projected boxes, not convex: the tabs are
+    narrower than the wall, and that step is what tells the body's ends from the tabs')."""
+    corners = _box_corners(params, nadir, cam_z)
+    dist = None
+    for i in range(0, len(corners), 8):
+        c = corners[i:i + 8]
+        hull = c[cv2.convexHull(c.astype(np.float32), returnPoints=False).ravel()]
+        di = _boundary_distance(points, hull)
+        dist = di if dist is None else np.minimum(dist, di)
+    return dist
 
 
 def _start_boxes(points: np.ndarray, cam_z: float, heights: tuple[float, ...]) -> list[np.ndarray]:
@@ -177,7 +207,7 @@ def _start_boxes(points: np.ndarray, cam_z: float, heights: tuple[float, ...]) -
 
 def _oriented_fit(p: np.ndarray, outline: Polygon, nadir: np.ndarray, cam_z: float) -> tuple[np.ndarray, float]:
     """Fitted box with its length as the longer side, and the IoU of its projected hull with `outline`."""
-    if p[4] > p[3]:
+    if p[4] > p[3] and len(p) == 6:
         p = np.array([p[0], p[1], p[2] + math.pi / 2, p[4], p[3], p[5]])
     hull = _hull(p, nadir, cam_z)
     inter = hull.intersection(outline).area
@@ -199,14 +229,37 @@ def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
     return np.where(is_inside, -dist, dist)
 
 
-def _expand(q: np.ndarray, square: bool) -> np.ndarray:
-    """Full box parameters from a fit's: a square piece is fitted with one side for both."""
-    return np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else q
+# A wall's end tabs (the tongues that slide into a tower's slot): depth and width as shares of the
+# wall's thickness, height as a share of its height (the pieces' shape as estimated for the
+# renders, synth.geometry: 0.12 and 0.22 of a tower's side, 22 mm, on a 9 mm wall; up to the
+# merlons' foot less a tenth). Only the shape is assumed: the fit finds where the body ends
+# from the tabs' narrower outline, so the tabs' share of the measured length depends on the view.
+WALL_TAB = (0.12 * 22.0 / 9.0, 0.22 * 22.0 / 9.0, 0.73)
+
+
+def _expand(q: np.ndarray, square: bool, tabs: bool = False) -> np.ndarray:
+    """Full box parameters from a fit's: a square piece is fitted with one side for both; a wall
+    gets its tabs."""
+    p = np.array([q[0], q[1], q[2], q[3], q[3], q[4]]) if square else np.asarray(q, float)[:6]
+    return np.concatenate([p, WALL_TAB]) if tabs else p
+
+
+def _bounds(square: bool, cam_z: float) -> tuple[list[float], list[float]]:
+    lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
+    hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    if square:
+        return lo[:4] + lo[5:], hi[:4] + hi[5:]
+    return lo, hi
+
+
+def _to_fit(p: np.ndarray, square: bool) -> np.ndarray:
+    """A fit's parameters from full box parameters (the inverse of `_expand`)."""
+    return np.array([p[0], p[1], p[2], (p[3] + p[4]) / 2, p[5]]) if square else np.asarray(p, float)[:6].copy()
 
 
 def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
-             start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None
-             ) -> tuple[np.ndarray, float]:
+             start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None,
+             tabs: bool = False) -> tuple[np.ndarray, float]:
     """Fit (cx, cy, theta, length, width, height) of a box whose projected outline is `outline`.
 
     Least squares on the distance of the outline's points to the projected box's hull, with a
@@ -220,29 +273,27 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
     sample = np.column_stack([np.interp(np.linspace(0, cum[-1], n, endpoint=False), cum,
                                         np.append(pts[:, i], pts[0, i])) for i in (0, 1)])
 
+    hi_ = 4 if square else 5
+
     def residuals(q):
-        r = _boundary_distance(sample, _hull_points(_expand(q, square), nadir, cam_z))
+        r = _model_distance(sample, _expand(q, square, tabs), nadir, cam_z)
         if height_prior is not None:
             # When the piece stands near the camera's foot point its height and its size trade
             # off against each other; a weak pull towards the expected height settles it, and
             # is outweighed by an outline change of a tenth of a millimetre.
             h0, sigma = height_prior
-            r = np.append(r, 0.1 * math.sqrt(len(sample)) * (q[-1] - h0) / sigma)
+            r = np.append(r, 0.1 * math.sqrt(len(sample)) * (q[hi_] - h0) / sigma)
         return r
 
     starts = [start] if start is not None else _start_boxes(pts, cam_z, (12.0, 25.0, 45.0))
     best = None
-    lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
-    hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    lo, hi = _bounds(square, cam_z)
     for s0 in starts:
-        q0 = np.array([s0[0], s0[1], s0[2], (s0[3] + s0[4]) / 2, s0[5]]) if square else s0.copy()
-        q0 = np.clip(q0, [b + 1e-6 for b in (lo[:4] + lo[5:] if square else lo)],
-                     [b - 1e-6 for b in (hi[:4] + hi[5:] if square else hi)])
-        res = optimize.least_squares(residuals, q0, loss="soft_l1", f_scale=0.5,
-                                     bounds=(lo[:4] + lo[5:], hi[:4] + hi[5:]) if square else (lo, hi))
+        q0 = np.clip(_to_fit(s0, square), [b + 1e-6 for b in lo], [b - 1e-6 for b in hi])
+        res = optimize.least_squares(residuals, q0, loss="soft_l1", f_scale=0.5, bounds=(lo, hi))
         if best is None or res.cost < best.cost:
             best = res
-    return _oriented_fit(_expand(best.x, square), outline, nadir, cam_z)
+    return _oriented_fit(_expand(best.x, square, tabs), outline, nadir, cam_z)
 
 
 # Share of the surely-not-piece pixels near a piece that its fitted outline may cover before the
@@ -283,59 +334,56 @@ class _Evidence:
 
         return cls(pts(pc, True), pts(bg, True), pts(un, False))
 
-    def violation(self, hull: Polygon) -> float:
-        """Share of the background pixels lying more than half a millimetre inside `hull`."""
+    def violation(self, params: np.ndarray, nadir: np.ndarray, cam_z: float) -> float:
+        """Share of the background pixels lying more than half a millimetre inside the projected
+        piece `params`."""
         if len(self.background_mm) == 0:
             return 0.0
-        poly = np.asarray(hull.exterior.coords)[:-1]
-        return float(np.mean(_boundary_distance(self.background_mm, poly) < -0.5))
+        return float(np.mean(_model_distance(self.background_mm, params, nadir, cam_z) < -0.5))
 
 
 UNKNOWN_WEIGHT = 0.05
 
 
 def _fit_evidence(ev: "_Evidence", outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
-                  start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None
-                  ) -> tuple[np.ndarray, float]:
+                  start: np.ndarray | None = None, height_prior: tuple[float, float] | None = None,
+                  tabs: bool = False) -> tuple[np.ndarray, float]:
     """Fit the projected box to pixel evidence: it must cover the pixels that are surely piece,
     must not cover those surely not, and covers undecided ones (grey on white, shadows) only as
     far as the rest requires."""
 
     def residuals(q):
-        hull = _hull_points(_expand(q, square), nadir, cam_z)
-        r = [np.maximum(_boundary_distance(ev.piece_mm, hull), 0) if len(ev.piece_mm) else np.zeros(0),
-             np.maximum(-_boundary_distance(ev.background_mm, hull), 0) if len(ev.background_mm) else np.zeros(0),
-             UNKNOWN_WEIGHT * np.maximum(-_boundary_distance(ev.unknown_mm, hull), 0) if len(ev.unknown_mm) else np.zeros(0)]
+        p = _expand(q, square, tabs)
+        r = [np.maximum(_model_distance(ev.piece_mm, p, nadir, cam_z), 0) if len(ev.piece_mm) else np.zeros(0),
+             np.maximum(-_model_distance(ev.background_mm, p, nadir, cam_z), 0) if len(ev.background_mm) else np.zeros(0),
+             UNKNOWN_WEIGHT * np.maximum(-_model_distance(ev.unknown_mm, p, nadir, cam_z), 0) if len(ev.unknown_mm) else np.zeros(0)]
         r = np.concatenate(r)
         if height_prior is not None:
             h0, sigma = height_prior
-            r = np.append(r, 0.1 * math.sqrt(max(len(ev.piece_mm), 1) / 4) * (q[-1] - h0) / sigma)
+            r = np.append(r, 0.1 * math.sqrt(max(len(ev.piece_mm), 1) / 4) * (q[4 if square else 5] - h0) / sigma)
         return r
 
     starts = [start] if start is not None else _start_boxes(np.asarray(outline.exterior.coords), cam_z, (15.0, 35.0))
-    lo = [-np.inf, -np.inf, -np.inf, 1.0, 1.0, 0.0]
-    hi = [np.inf, np.inf, np.inf, 400.0, 400.0, 0.8 * cam_z]
+    lo, hi = _bounds(square, cam_z)
     if start is not None:
         # A shadow only ever adds to an outline, so the piece is not much smaller than the fit
         # that took the shadow in; without this floor a side that lies all on white (no sure
         # evidence) can collapse.
-        lo[3], lo[4] = 0.5 * start[3], 0.5 * start[4]
-    if square:
-        lo, hi = lo[:4] + lo[5:], hi[:4] + hi[5:]
-        if start is not None:
+        if square:
             lo[3] = 0.5 * min(start[3], start[4])
+        else:
+            lo[3], lo[4] = 0.5 * start[3], 0.5 * start[4]
     best = None
     for s0 in starts:
-        q0 = np.array([s0[0], s0[1], s0[2], (s0[3] + s0[4]) / 2, s0[5]]) if square else s0.copy()
-        q0 = np.clip(q0, [b + 1e-6 for b in lo], [b - 1e-6 for b in hi])
+        q0 = np.clip(_to_fit(s0, square), [b + 1e-6 for b in lo], [b - 1e-6 for b in hi])
         res = optimize.least_squares(residuals, q0, bounds=(lo, hi), x_scale=[1, 1, 0.05] + [1] * (len(q0) - 3),
                                      diff_step=1e-3, max_nfev=60 * len(q0))
         if best is None or res.cost < best.cost:
             best = res
-    return _oriented_fit(_expand(best.x, square), outline, nadir, cam_z)
+    return _oriented_fit(_expand(best.x, square, tabs), outline, nadir, cam_z)
 
 
-def _subpixel_outline(d: np.ndarray, comp: np.ndarray) -> np.ndarray | None:
+def _subpixel_outline(d: np.ndarray, comp: np.ndarray, thr: float = DIFF_THRESHOLD) -> list[np.ndarray] | None:
     """The piece's outline at half coverage, in rectified pixels (x, y).
 
     Coverage of a border pixel = its difference from the print over the difference of the nearest
@@ -351,16 +399,17 @@ def _subpixel_outline(d: np.ndarray, comp: np.ndarray) -> np.ndarray | None:
     m = inner.astype(np.float32)
     local = cv2.GaussianBlur(d.astype(np.float32) * m, (0, 0), sigma) / np.maximum(cv2.GaussianBlur(m, (0, 0), sigma), 1e-4)
     _, (iy, ix) = ndimage.distance_transform_edt(~inner, return_indices=True)
-    ref = np.maximum(np.where(cv2.GaussianBlur(m, (0, 0), sigma) > 0.05, local, d[iy, ix]), 1.5 * DIFF_THRESHOLD)
+    ref = np.maximum(np.where(cv2.GaussianBlur(m, (0, 0), sigma) > 0.05, local, d[iy, ix]), 1.5 * thr)
     alpha = np.clip(d / ref, 0, 1)
     region = ndimage.binary_dilation(comp, iterations=4)
     alpha[~region] = 0
     alpha[inner] = 1
-    contours = measure.find_contours(alpha, 0.5)
+    contours = [c for c in measure.find_contours(alpha, 0.5) if len(c) >= 8]
     if not contours:
         return None
-    best = max(contours, key=len)
-    return best[:, ::-1]
+    # A piece seen in parts has one contour per part; the outline is then their convex hull (one
+    # contour stands for the piece's own, dents and all).
+    return [c[:, ::-1] for c in contours]
 
 
 def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
@@ -414,20 +463,32 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     b = int(3 * ppm)
     border[:b, :] = border[-b:, :] = border[:, :b] = border[:, -b:] = True
     valid &= ~border
-    rect = rect_u8.astype(np.float32)
-    # The photo is softer than the template; blur the template to match (about the rectified
+    # Sensor noise (a dark table makes the camera push its gain) would make single pixels differ
+    # from the print: smooth over about one photo pixel, and the template by the same amount. The
+    # photo is also softer than the template; blur the template to match (about the rectified
     # size of one photo pixel).
-    sigma = max(0.5, 0.6 * ppm / det.px_per_mm)
+    photo_px = ppm / det.px_per_mm
+    smooth = 0.5 * photo_px
+    rect = cv2.GaussianBlur(rect_u8.astype(np.float32), (0, 0), smooth)
+    sigma = math.hypot(max(0.5, 0.6 * photo_px), smooth)
     t01 = cv2.GaussianBlur(template.astype(np.float32) / 255.0, (0, 0), sigma)
-    d, _, _ = _difference(rect, t01, valid, np.zeros_like(valid))
-    first = d > DIFF_THRESHOLD
-    d, white, shadow_like = _difference(rect, t01, valid,
-                                        cv2.dilate(first.astype(np.uint8), np.ones((int(6 * ppm),) * 2, np.uint8)) > 0)
-    edges = cv2.morphologyEx((template > 127).astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
-    piece_px = (d > DIFF_THRESHOLD) & ~shadow_like
-    background_px = (d < 0.5 * DIFF_THRESHOLD) & valid & ~edges
-    mask = d > DIFF_THRESHOLD
     disk = lambda r: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))  # noqa: E731
+    edges = cv2.morphologyEx((template > 127).astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8)) > 0
+    d, _, _ = _difference(rect, t01, valid, np.zeros_like(valid))
+    # What still differs where the print is flat is noise (and glare): a pixel differs only when it
+    # stands clearly above it. Pieces cover a small part of the sheet, so a high quantile of the
+    # flat print's difference measures the noise.
+    flat = valid & ~(cv2.dilate(edges.astype(np.uint8), disk(2)) > 0)
+    thr = max(DIFF_THRESHOLD, 2.0 * float(np.quantile(d[flat], 0.75))) if flat.any() else DIFF_THRESHOLD
+    # Only solid regions are left out of the print's light levels (not specks of noise).
+    first = cv2.morphologyEx((d > thr).astype(np.uint8), cv2.MORPH_OPEN, disk(int(1.0 * ppm)))
+    d, white, shadow_like = _difference(rect, t01, valid, cv2.dilate(first, disk(int(3 * ppm))) > 0, thr)
+    piece_px = (d > thr) & ~shadow_like
+    # On a square's edge the print takes every grey, so a piece there looks like print: such
+    # pixels (as wide as the blurred edge) are no evidence of background.
+    on_edge = cv2.dilate(((t01 > 0.05) & (t01 < 0.95)).astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+    background_px = (d < 0.5 * thr) & valid & ~edges & ~on_edge
+    mask = d > thr
     # First bridge the pixel-wide lines where a piece crosses a square's edge (there the print
     # takes every grey, so the piece is not seen), else a thin part of a piece cut off by such
     # a line would be opened away; then remove specks and thin lines of noise.
@@ -435,7 +496,11 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, disk(int(1.0 * ppm)))
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, disk(int(1.0 * ppm))) > 0
     mask = ndimage.binary_fill_holes(mask)
-    labels = measure.label(mask, connectivity=2)
+    # A grey piece often shows in parts: light grey tops on the white squares and dark grey sides
+    # on the black ones look like the print. Parts closer than 2 mm are one piece (the user stands
+    # the pieces apart); each keeps its own pixels.
+    groups = measure.label(cv2.dilate(mask.astype(np.uint8), disk(int(1.0 * ppm))) > 0, connectivity=2)
+    labels = np.where(mask, groups, 0)
 
     # White balance on the paper, to tell grey plastic from coloured keeps under any light.
     balanced = np.clip(rect / np.maximum(white, 1.0) * 0.92, 0, 1)
@@ -461,38 +526,47 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
         pad = int(4 * ppm)
         r0, c0 = max(r0 - pad, 0), max(c0 - pad, 0)
         r1, c1 = min(r1 + pad, d.shape[0]), min(c1 + pad, d.shape[1])
-        outline_px = _subpixel_outline(d[r0:r1, c0:c1], comp[r0:r1, c0:c1])
-        if outline_px is None or len(outline_px) < 8:
+        parts = _subpixel_outline(d[r0:r1, c0:c1], comp[r0:r1, c0:c1], thr)
+        if not parts:
             continue
-        outline_mm = (outline_px + [c0, r0] + 0.5) / ppm
+        parts_mm = [(c + [c0, r0] + 0.5) / ppm for c in parts]
         # A box seen from a point projects to a convex outline, so every dent in the outline is
         # where the piece looked too much like the print beneath it (grey on a square's edge,
         # a side face in shade): the convex hull fills them.
-        poly = Polygon(outline_mm).buffer(0).convex_hull
+        poly = MultiPoint(np.vstack(parts_mm)).convex_hull
         if poly.geom_type != "Polygon" or poly.area <= 0:
             continue
+        raw_outline_mm = parts_mm[0] if len(parts_mm) == 1 else None
         outline_mm = np.asarray(poly.exterior.coords)[:-1]
         inner = ndimage.binary_erosion(comp[r0:r1, c0:c1], iterations=int(1.5 * ppm))
         win = lab_bal[r0:r1, c0:c1]
         chroma = float(np.median(np.hypot(win[..., 1], win[..., 2])[inner])) if inner.any() else 0.0
         is_keep = chroma >= KEEP_MIN_CHROMA
         params, iou = _fit_box(poly, nadir, cam_z, square=False)
+        if not is_keep and params[3] > 2.5 * params[4]:
+            # Long and thin: a wall. A box stretched over its narrower end tabs would cover print
+            # beside them (and look like a shadow joined to it): fit the wall with its tabs.
+            start = params.copy()
+            start[3] -= 2 * WALL_TAB[0] * start[4]
+            params, iou = _fit_box(poly, nadir, cam_z, square=False, start=start, tabs=True)
         ev = _Evidence.from_window(piece_px, background_px, labels, region.label, (r0, r1, c0, c1))
-        shadowed = ev.violation(_hull(params, nadir, cam_z)) > SHADOW_VIOLATION
+        shadowed = ev.violation(params, nadir, cam_z) > SHADOW_VIOLATION
         if shadowed:
             # The outline took in a shadow: the print shows through it (its black squares are
             # still black), which grey plastic would hide. Fit to the sure evidence instead.
             params, iou = _fit_evidence(ev, poly, nadir, cam_z, square=False, start=params)
-        cx, cy, theta, length, width, height = params
+        cx, cy, theta, length, width, height = params[:6]
         fit = PieceFit("keep" if is_keep else "?", (cx, cy), math.degrees(theta) % 180, length, width,
-                       height, iou, chroma, outline_mm=outline_mm)
+                       height, iou, chroma, outline_mm=outline_mm, raw_outline_mm=raw_outline_mm)
         fit.evidence = ev if shadowed else None
+        fit.outline_start = params  # 9 values for a wall fitted with its tabs
         if is_keep:
             fit.lab = _top_colour(lab_raw, params, nadir, cam_z)
         fits.append(fit)
 
     _name_pieces(fits)
     _refit_by_kind(fits, nadir, cam_z)
+    _check_heights(fits)
     pieces = _piece_profile(fits)
     colours = _colour_profile(fits, notes)
     debug = _debug_image(rect_u8, fits, nadir, cam_z)
@@ -540,19 +614,59 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
         ln, wd, hn = NOMINAL_MM[f.kind]
         square = f.kind in ("tower", "keep")
         poly = Polygon(f.outline_mm).buffer(0)
+        if f.kind in ("short_wall", "long_wall") and f.evidence is None and f.raw_outline_mm is not None:
+            raw = Polygon(f.raw_outline_mm).buffer(0)
+            if raw.geom_type == "Polygon" and raw.area > 0.8 * poly.area:
+                poly = raw
         params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm,
                            f.width_mm, f.height_mm])
+        tabs = f.kind in ("short_wall", "long_wall")
+        if tabs:
+            # The outline so far took the tabs as part of the wall: start the body a tab shorter.
+            params[3] -= 2 * WALL_TAB[0] * params[4]
+            if len(f.outline_start) == 9:  # already fitted with its tabs
+                params[3] += 2 * WALL_TAB[0] * params[4]
         for _ in range(2):
             scale = params[3] / ln
             if f.evidence is not None:
                 params, iou = _fit_evidence(f.evidence, poly, nadir, cam_z, square, start=params,
-                                            height_prior=(hn * scale, 0.15 * hn * scale))
+                                            height_prior=(hn * scale, 0.15 * hn * scale), tabs=tabs)
             else:
                 params, iou = _fit_box(poly, nadir, cam_z, square, start=params,
-                                       height_prior=(hn * scale, 0.15 * hn * scale))
+                                       height_prior=(hn * scale, 0.15 * hn * scale), tabs=tabs)
         f.centre_mm = (float(params[0]), float(params[1]))
         f.angle_deg = math.degrees(params[2]) % 180
         f.length_mm, f.width_mm, f.height_mm, f.iou = float(params[3]), float(params[4]), float(params[5]), iou
+
+
+# How far a grey piece's measured height may stray from the height its footprint implies (the
+# spec's proportions; a set may differ by 20 % from them and heights are measured less precisely
+# than footprints) before its outline is taken to be wrong.
+HEIGHT_RATIO_RANGE = (0.6, 1.6)
+
+
+def _check_heights(fits: list[PieceFit]) -> None:
+    """Refuse rather than report a wrong size: the height comes from the same outline as the
+    footprint (the parallax of the piece's top), so a height far from what the footprint implies
+    means the outline took in a shadow or missed a side that looked like the print beneath it."""
+    bad = []
+    for f in fits:
+        if f.kind not in ("tower", "short_wall", "long_wall"):
+            continue
+        ln, _, hn = NOMINAL_MM[f.kind]
+        ratio = f.height_mm / (hn * f.length_mm / ln)
+        if not HEIGHT_RATIO_RANGE[0] <= ratio <= HEIGHT_RATIO_RANGE[1]:
+            bad.append(f"the {f.kind.replace('_', ' ')} ({f.length_mm:.0f} x {f.width_mm:.0f} mm, "
+                       f"{f.height_mm:.0f} mm high)")
+    if bad:
+        shadows = any(f.evidence is not None for f in fits)
+        raise PieceMeasureError(
+            f"could not see the outline of {' and '.join(bad)} clearly: "
+            + ("its height does not fit its footprint" if len(bad) == 1 else "their heights do not fit their footprints")
+            + ", so the size would be wrong; "
+            + ("light the mat evenly (daylight or a ceiling light, no lamp or sun casting shadows), "
+               if shadows else "")
+            + "stand the grey pieces on the mat's white squares where you can, and take the photo again")
 
 
 def _piece_profile(fits: list[PieceFit]) -> PieceProfile:

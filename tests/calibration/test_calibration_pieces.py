@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from calibration.benchmark import wall_boxes
 from calibration.synthetic import box_corners, look_at, render_mat_view
 from calibration.pieces import PieceMeasureError, measure_pieces
 from calibration.profiles import FORMAT, CameraProfile, load_profile
@@ -26,8 +27,9 @@ def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True):
     boxes = [(box_corners(60, 60, 22 * s, 22 * s, 30), 42 * s, GREY)]
     truth = {"tower": (22 * s, 22 * s), "keep": (16 * s, 16 * s)}
     if walls:
-        boxes += [(box_corners(150, 70, 32 * s, 9 * s, 120), 30 * s, GREY),
-                  (box_corners(100, 140, 86 * s, 9 * s, 35), 30 * s, GREY)]
+        # With their end tabs: the length measured is the body's, tower face to tower face.
+        boxes += wall_boxes(150, 70, 32 * s, 9 * s, 30 * s, 120, GREY, 22 * s)
+        boxes += wall_boxes(100, 140, 86 * s, 9 * s, 30 * s, 35, GREY, 22 * s)
         truth.update(short_wall=(32 * s, 9 * s), long_wall=(86 * s, 9 * s))
     spots = [(50, 220, 20), (90, 232, 60), (140, 215, 110), (172, 160, 150)]
     for name, (x, y, a) in zip(keeps, spots):
