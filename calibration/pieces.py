@@ -45,6 +45,9 @@ NOMINAL_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0),
 # Typical CIELAB hue angles of the four keep colours, only to name measured keeps.
 NOMINAL_HUE_DEG = {"red": 35.0, "yellow": 90.0, "green": 150.0, "blue": 280.0}
 MIN_PIECE_AREA_MM2 = 80.0
+# Sure piece pixels (not explained by a shadow) that make a region a piece however much of it
+# looks like a shadow: more than half a keep's top.
+SURE_PIECE_MM2 = 100.0
 # A pixel differs from the print when it is this far (as a share of the local black-to-white
 # range) from what the print should look like there.
 DIFF_THRESHOLD = 0.2
@@ -74,6 +77,7 @@ class PieceFit:
     raw_outline_mm: np.ndarray | None = None  # before filling its dents (a wall's tabs make real ones)
     evidence: "_Evidence | None" = None  # set when a shadow made the outline unusable
     outline_start: np.ndarray | None = None  # the box fitted to the outline alone
+    label: int = 0  # its region in the rectified photo's labels
 
 
 @dataclass
@@ -142,7 +146,7 @@ def _difference(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, exclude: n
     # pixels are evidence of nothing; pieces are found from the rest.
     lum_diff = (rect - expected).mean(axis=2) / span.mean(axis=2)
     shadow_like = (t01 > 0.6) & (lum_diff < 0) & (d_col < thr)
-    return d, white, shadow_like
+    return d, (black, white), shadow_like
 
 
 def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
@@ -294,6 +298,171 @@ def _fit_box(outline: Polygon, nadir: np.ndarray, cam_z: float, square: bool,
         if best is None or res.cost < best.cost:
             best = res
     return _oriented_fit(_expand(best.x, square, tabs), outline, nadir, cam_z)
+
+
+@dataclass
+class _Scene:
+    """What the appearance fit needs: the rectified photo scaled so the print's black is 0 and its
+    white 1 (per channel), the print as it should look (0..1), the pieces' regions, the camera."""
+    norm: np.ndarray
+    t01: np.ndarray
+    labels: np.ndarray
+    valid: np.ndarray
+    nadir: np.ndarray
+    cam_z: float
+
+
+def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndarray:
+    """How much of a pixel of width `ramp_mm` centred on each point the convex polygon covers
+    (0..1), from the signed distance to its edges (exact inside; a close bound outside)."""
+    a, b = poly, np.roll(poly, -1, axis=0)
+    e = b - a
+    n = np.column_stack([e[:, 1], -e[:, 0]]) / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-9)
+    centre = poly.mean(axis=0)
+    n *= np.where(np.einsum("kj,kj->k", n, centre - a) > 0, -1.0, 1.0)[:, None]  # outward
+    c = np.einsum("kj,kj->k", n, a)
+    x, y = points[:, 0], points[:, 1]
+    sd = n[0, 0] * x + n[0, 1] * y - c[0]
+    for k in range(1, len(poly)):
+        np.maximum(sd, n[k, 0] * x + n[k, 1] * y - c[k], out=sd)
+    return np.clip(0.5 - sd / ramp_mm, 0.0, 1.0)
+
+
+def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The projected box's faces the camera sees (its top, and the sides facing the camera's foot
+    point) as convex polygons on the mat, and a wall's tabs' outlines (convex hulls)."""
+    corners = _box_corners(params, nadir, cam_z)
+    base, top = corners[:4], corners[4:8]
+    faces = [top]
+    centre = base.mean(axis=0)
+    for i in range(4):
+        j = (i + 1) % 4
+        mid = (base[i] + base[j]) / 2
+        out = mid - centre
+        if np.dot(out, nadir - mid) > 0:  # the camera is on this side's outer side
+            faces.append(np.array([base[i], base[j], top[j], top[i]]))
+    tabs = []
+    for k in range(8, len(corners), 8):
+        c = corners[k:k + 8]
+        tabs.append(c[cv2.convexHull(c.astype(np.float32), returnPoints=False).ravel()])
+    return faces, tabs
+
+
+# Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
+# counts in full up to APPEARANCE_TAU (in print black-to-white units) and no more, so merlons,
+# slots and texture inside a face do not drag the fit.
+APPEARANCE_STEP = 2
+APPEARANCE_TAU = 0.15
+
+
+def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
+    """Refit a grey piece to the photo itself, not to a thresholded outline.
+
+    Model: inside the projected piece each visible face has one colour of its own (fitted), and
+    outside it the print looks as printed. A face that differs from the print beneath it by only
+    a little (dark grey on black ink, light grey on white paper) still says where it is when
+    summed over its whole area, which thresholding pixel by pixel cannot. The print's levels are
+    corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
+    """
+    ppm = RECT_PX_PER_MM
+    tabs = f.kind in ("short_wall", "long_wall")
+    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
+                       f.height_mm])
+    full = _expand(_to_fit(params, False), False, tabs)
+    corners = _box_corners(full, scene.nadir, scene.cam_z)
+    h, w = scene.labels.shape
+    pad = 8.0
+    x0, y0 = np.floor((corners.min(axis=0) - pad) * ppm).astype(int)
+    x1, y1 = np.ceil((corners.max(axis=0) + pad) * ppm).astype(int)
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return
+    sl = (slice(y0, y1, APPEARANCE_STEP), slice(x0, x1, APPEARANCE_STEP))
+    lab = scene.labels[y0:y1, x0:x1]
+    others = cv2.dilate(((lab != 0) & (lab != f.label)).astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
+    use = (scene.valid[y0:y1, x0:x1] & ~others)[::APPEARANCE_STEP, ::APPEARANCE_STEP]
+    ys, xs = np.mgrid[y0:y1:APPEARANCE_STEP, x0:x1:APPEARANCE_STEP]
+    pts = (np.column_stack([xs[use], ys[use]]) + 0.5) / ppm
+    norm = scene.norm[sl][use]
+    t = scene.t01[sl][use]
+    if len(pts) < 50:
+        return
+    # Local print levels: what the print looks like here, from the pixels well clear of the
+    # piece (its outline fitted so far, 2 mm out).
+    clear = _soft_cover(pts, _hull_points(full[:6], scene.nadir, scene.cam_z), 1.0) == 0
+    clear &= _model_distance(pts, full, scene.nadir, scene.cam_z) > 2.0
+    lum = norm.mean(axis=1)
+    lo_b, hi_w = t < 0.1, t > 0.9
+    if (clear & lo_b).sum() < 20 or (clear & hi_w).sum() < 20:
+        return
+    b_loc = np.median(norm[clear & lo_b], axis=0)
+    w_loc = np.median(norm[clear & hi_w], axis=0)
+    norm = (norm - b_loc) / np.maximum(w_loc - b_loc, 0.2)
+    # The print may sit a pixel off the template: the expected value is a range (3 x 3).
+    k3 = np.ones((3, 3), np.uint8)
+    t_lo = cv2.erode(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
+    t_hi = cv2.dilate(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
+    r_bg = np.max(np.maximum(np.maximum(t_lo[:, None] - norm, norm - t_hi[:, None]), 0), axis=1)
+    tau2 = APPEARANCE_TAU ** 2
+    rho_bg = np.minimum(r_bg ** 2, tau2) / tau2
+    ramp = APPEARANCE_STEP / ppm
+    ln0, _, hn = NOMINAL_MM[f.kind]
+    del lum
+
+    square = f.kind == "tower"
+    hi_ = 4 if square else 5
+    chans = [np.ascontiguousarray(norm[:, ch]) for ch in range(3)]
+
+    def cost(q):
+        p = _expand(q, square, tabs)
+        faces, tab_polys = _faces(p, scene.nadir, scene.cam_z)
+        total = np.zeros(len(pts))
+        covered = np.zeros(len(pts))
+        regions = [_soft_cover(pts, fc, ramp) for fc in faces]
+        body = np.minimum(np.sum(regions, axis=0), 1.0)
+        if tab_polys:
+            tab = np.max([_soft_cover(pts, tp, ramp) for tp in tab_polys], axis=0) * (1.0 - body)
+            regions.append(tab)
+        for wgt in regions:
+            sw = wgt.sum()
+            if sw < 1e-6:
+                continue
+            mu = (wgt @ norm) / sw
+            r = np.abs(chans[0] - mu[0])
+            for ch in (1, 2):
+                np.maximum(r, np.abs(chans[ch] - mu[ch]), out=r)
+            total += wgt * np.minimum(r * r, tau2) / tau2
+            covered += wgt
+        total += np.clip(1.0 - covered, 0.0, 1.0) * rho_bg
+        scale = q[3] / ln0
+        # A weak pull of the height towards the spec's proportions (worth a few pixels).
+        prior = 4.0 * ((q[hi_] - hn * scale) / (0.2 * hn * scale)) ** 2
+        return float(total.sum() + prior)
+
+    q0 = _to_fit(params, square)
+    steps = np.array([1.0, 1.0, 0.03, 1.0, 3.0] if square else [1.0, 1.0, 0.03, 1.0, 0.5, 3.0])
+    q1 = q0.copy()
+    q1[hi_] = hn * q0[3] / ln0
+    starts = [q0, q1]
+    if square and f.outline_start is not None:
+        # The first fit took the tower for whatever its parts looked like: start also from a
+        # square on its outline's shorter side.
+        q2 = _to_fit(np.asarray(f.outline_start[:6], float), True)
+        q2[3] = min(f.outline_start[3], f.outline_start[4])
+        q2[4] = hn * q2[3] / ln0
+        starts.append(q2)
+    best = None
+    for start in starts:
+        n = len(start)
+        simplex = np.vstack([start] + [start + np.eye(n)[i] * steps[i] for i in range(n)])
+        res = optimize.minimize(cost, start, method="Nelder-Mead",
+                                options={"initial_simplex": simplex, "xatol": 0.02, "fatol": 0.05, "maxfev": 900})
+        if best is None or res.fun < best.fun:
+            best = res
+    q = _expand(best.x, square)
+    f.centre_mm = (float(q[0]), float(q[1]))
+    f.angle_deg = math.degrees(q[2]) % 180
+    f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
 
 
 # Share of the surely-not-piece pixels near a piece that its fitted outline may cover before the
@@ -482,7 +651,7 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     thr = max(DIFF_THRESHOLD, 2.0 * float(np.quantile(d[flat], 0.75))) if flat.any() else DIFF_THRESHOLD
     # Only solid regions are left out of the print's light levels (not specks of noise).
     first = cv2.morphologyEx((d > thr).astype(np.uint8), cv2.MORPH_OPEN, disk(int(1.0 * ppm)))
-    d, white, shadow_like = _difference(rect, t01, valid, cv2.dilate(first, disk(int(3 * ppm))) > 0, thr)
+    d, (black, white), shadow_like = _difference(rect, t01, valid, cv2.dilate(first, disk(int(3 * ppm))) > 0, thr)
     piece_px = (d > thr) & ~shadow_like
     # On a square's edge the print takes every grey, so a piece there looks like print: such
     # pixels (as wide as the blurred edge) are no evidence of background.
@@ -506,15 +675,17 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     balanced = np.clip(rect / np.maximum(white, 1.0) * 0.92, 0, 1)
     lab_bal = color.rgb2lab(balanced[:, :, ::-1])
     lab_raw = color.rgb2lab(np.clip(rect[:, :, ::-1] / 255.0, 0, 1))
+    labels = _join_grey_parts(labels, np.hypot(lab_bal[..., 1], lab_bal[..., 2]))
 
     fits: list[PieceFit] = []
     for region in measure.regionprops(labels):
         if region.area < MIN_PIECE_AREA_MM2 * ppm * ppm:
             continue
         comp = labels == region.label
-        if piece_px[comp].mean() < 0.25:
+        if piece_px[comp].mean() < 0.25 and piece_px[comp].sum() < SURE_PIECE_MM2 * ppm * ppm:
             # Almost all of it is "darker on white, same colour": a shadow with no piece in it
-            # (pieces on the squares always cover some black ink, which shows them).
+            # (pieces on the squares always cover some black ink, which shows them). A light
+            # grey piece standing on white looks like that too, but shows over a larger area.
             notes.append(f"ignored a shadow at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm")
             continue
         if (comp & ~ndimage.binary_erosion(valid, iterations=2)).any():
@@ -562,15 +733,62 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
         fit.outline_start = params  # 9 values for a wall fitted with its tabs
         if is_keep:
             fit.lab = _top_colour(lab_raw, params, nadir, cam_z)
+        fit.label = region.label
         fits.append(fit)
 
     _name_pieces(fits)
     _refit_by_kind(fits, nadir, cam_z)
+    scene = _Scene((rect - black) / np.maximum(white - black, 20.0), t01, labels, valid, nadir, cam_z)
+    for f in fits:
+        if f.kind != "keep":
+            _refine_by_appearance(f, scene)
+    _check_shapes(fits)
     _check_heights(fits)
     pieces = _piece_profile(fits)
     colours = _colour_profile(fits, notes)
     debug = _debug_image(rect_u8, fits, nadir, cam_z)
     return PieceMeasurement(pieces, colours, fits, tuple(float(v) for v in centre), focal_source, debug, notes)
+
+
+# Parts of grey pieces further apart than this are never one piece (pieces stand apart).
+MAX_PART_GAP_MM = 12.0
+
+
+def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
+    """While there are more grey regions than the three grey pieces asked for, join the two
+    closest (a piece whose sides look like the print beneath it shows as its top's merlons
+    and bits of its sides), as long as they are less than MAX_PART_GAP_MM apart."""
+    from scipy.spatial import cKDTree
+
+    ppm = RECT_PX_PER_MM
+    grey = {}
+    for r in measure.regionprops(labels):
+        if r.area < 10 * ppm * ppm:
+            continue
+        ys, xs = r.coords[:, 0], r.coords[:, 1]
+        if np.median(chroma[ys, xs]) >= KEEP_MIN_CHROMA:
+            continue
+        # Each part's border pixels (every pixel would do, but costs more).
+        m = np.zeros((r.bbox[2] - r.bbox[0] + 2, r.bbox[3] - r.bbox[1] + 2), np.uint8)
+        m[ys - r.bbox[0] + 1, xs - r.bbox[1] + 1] = 1
+        edge = np.argwhere(m & ~cv2.erode(m, np.ones((3, 3), np.uint8)).astype(bool)) + [r.bbox[0] - 1, r.bbox[1] - 1]
+        grey[r.label] = edge
+    labels = labels.copy()
+    while len(grey) > 3:
+        ids = list(grey)
+        trees = {i: cKDTree(grey[i]) for i in ids}
+        best = None
+        for a_i, a in enumerate(ids):
+            for b in ids[a_i + 1:]:
+                dist = trees[a].query(grey[b], k=1)[0].min()
+                if best is None or dist < best[0]:
+                    best = (dist, a, b)
+        gap, a, b = best
+        if gap > MAX_PART_GAP_MM * ppm:
+            break
+        labels[labels == b] = a
+        grey[a] = np.vstack([grey[a], grey.pop(b)])
+    return labels
 
 
 def _top_colour(lab: np.ndarray, params: np.ndarray, nadir: np.ndarray, cam_z: float) -> tuple[float, float, float]:
@@ -595,16 +813,26 @@ def _name_pieces(fits: list[PieceFit]) -> None:
     if len(grey) != 3:
         raise PieceMeasureError(f"found {len(grey)} grey pieces on the mat ({found}); stand exactly one tower, "
                                 "one short wall and one long wall on it, apart from each other and from the keeps")
+    # Only a first guess: outlines that missed a side can make any piece look squat. The shapes
+    # are checked again once each piece is fitted as what it was taken for (_check_shapes).
     by_square = sorted(grey, key=lambda f: f.length_mm / f.width_mm)
     tower, walls = by_square[0], sorted(by_square[1:], key=lambda f: f.length_mm)
-    if tower.length_mm / tower.width_mm > 1.5 or walls[0].length_mm / walls[0].width_mm < 2.0:
-        hint = ("; the pieces cast strong shadows: light the mat evenly (daylight, no lamp close by)"
-                if any(f.evidence is not None for f in fits) else "")
-        raise PieceMeasureError(f"the grey pieces found ({found}) do not look like a tower and two walls; "
-                                f"stand them apart, upright, fully on the mat's squares{hint}")
     tower.kind, walls[0].kind, walls[1].kind = "tower", "short_wall", "long_wall"
     if not [f for f in fits if f.kind == "keep"]:
         raise PieceMeasureError("found no keeps on the mat; stand one keep of each colour on it")
+
+
+def _check_shapes(fits: list[PieceFit]) -> None:
+    """The grey pieces, fitted as a tower and two walls, must look like them."""
+    kind = {f.kind: f for f in fits if f.kind != "keep"}
+    tower, short, long_ = kind["tower"], kind["short_wall"], kind["long_wall"]
+    if (short.length_mm < 2.0 * short.width_mm or long_.length_mm < 1.5 * short.length_mm
+            or tower.length_mm > short.length_mm or tower.length_mm < 1.3 * short.width_mm):
+        found = ", ".join(f"{f.length_mm:.0f} x {f.width_mm:.0f} mm" for f in (tower, short, long_))
+        hint = ("; the pieces cast strong shadows: light the mat evenly (daylight, no lamp close by)"
+                if sum(f.evidence is not None for f in (tower, short, long_)) >= 2 else "")
+        raise PieceMeasureError(f"the grey pieces found ({found}) do not look like a tower and two walls; "
+                                f"stand them apart, upright, fully on the mat's squares{hint}")
 
 
 def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> None:
@@ -626,7 +854,8 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
             params[3] -= 2 * WALL_TAB[0] * params[4]
             if len(f.outline_start) == 9:  # already fitted with its tabs
                 params[3] += 2 * WALL_TAB[0] * params[4]
-        for _ in range(2):
+        # Grey pieces are fitted again to the photo itself (_refine_by_appearance): once is enough.
+        for _ in range(2 if f.kind == "keep" else 1):
             scale = params[3] / ln
             if f.evidence is not None:
                 params, iou = _fit_evidence(f.evidence, poly, nadir, cam_z, square, start=params,
@@ -639,30 +868,32 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
         f.length_mm, f.width_mm, f.height_mm, f.iou = float(params[3]), float(params[4]), float(params[5]), iou
 
 
-# How far a grey piece's measured height may stray from the height its footprint implies (the
-# spec's proportions; a set may differ by 20 % from them and heights are measured less precisely
-# than footprints) before its outline is taken to be wrong.
-HEIGHT_RATIO_RANGE = (0.6, 1.6)
+# How far a grey piece's measured height and thickness may stray from what its length implies
+# (the spec's proportions; a set may differ by 20 % from them and heights are measured less
+# precisely than footprints) before its outline is taken to be wrong.
+PROPORTION_RANGE = (0.6, 1.6)
 
 
 def _check_heights(fits: list[PieceFit]) -> None:
     """Refuse rather than report a wrong size: the height comes from the same outline as the
-    footprint (the parallax of the piece's top), so a height far from what the footprint implies
-    means the outline took in a shadow or missed a side that looked like the print beneath it."""
+    footprint (the parallax of the piece's top), so a height, or a wall's thickness, far from what
+    its length implies means the outline took in a shadow or missed a side that looked like the
+    print beneath it."""
     bad = []
     for f in fits:
         if f.kind not in ("tower", "short_wall", "long_wall"):
             continue
-        ln, _, hn = NOMINAL_MM[f.kind]
-        ratio = f.height_mm / (hn * f.length_mm / ln)
-        if not HEIGHT_RATIO_RANGE[0] <= ratio <= HEIGHT_RATIO_RANGE[1]:
+        ln, wn, hn = NOMINAL_MM[f.kind]
+        ratios = (f.height_mm / (hn * f.length_mm / ln), f.width_mm / (wn * f.length_mm / ln))
+        if not all(PROPORTION_RANGE[0] <= r <= PROPORTION_RANGE[1] for r in ratios):
             bad.append(f"the {f.kind.replace('_', ' ')} ({f.length_mm:.0f} x {f.width_mm:.0f} mm, "
                        f"{f.height_mm:.0f} mm high)")
     if bad:
         shadows = any(f.evidence is not None for f in fits)
         raise PieceMeasureError(
             f"could not see the outline of {' and '.join(bad)} clearly: "
-            + ("its height does not fit its footprint" if len(bad) == 1 else "their heights do not fit their footprints")
+            + ("its height or thickness does not fit its length" if len(bad) == 1
+               else "their heights or thicknesses do not fit their lengths")
             + ", so the size would be wrong; "
             + ("light the mat evenly (daylight or a ceiling light, no lamp or sun casting shadows), "
                if shadows else "")
