@@ -78,6 +78,7 @@ class PieceFit:
     evidence: "_Evidence | None" = None  # set when a shadow made the outline unusable
     outline_start: np.ndarray | None = None  # the box fitted to the outline alone
     label: int = 0  # its region in the rectified photo's labels
+    deep_shadow: float = 0.0  # share of the white print around it darker than half the paper's white
 
 
 @dataclass
@@ -391,7 +392,6 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
     # piece (its outline fitted so far, 2 mm out).
     clear = _soft_cover(pts, _hull_points(full[:6], scene.nadir, scene.cam_z), 1.0) == 0
     clear &= _model_distance(pts, full, scene.nadir, scene.cam_z) > 2.0
-    lum = norm.mean(axis=1)
     lo_b, hi_w = t < 0.1, t > 0.9
     if (clear & lo_b).sum() < 20 or (clear & hi_w).sum() < 20:
         return
@@ -407,7 +407,6 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
     rho_bg = np.minimum(r_bg ** 2, tau2) / tau2
     ramp = APPEARANCE_STEP / ppm
     ln0, _, hn = NOMINAL_MM[f.kind]
-    del lum
 
     square = f.kind == "tower"
     hi_ = 4 if square else 5
@@ -435,7 +434,8 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
             covered += wgt
         total += np.clip(1.0 - covered, 0.0, 1.0) * rho_bg
         scale = q[3] / ln0
-        # A weak pull of the height towards the spec's proportions (worth a few pixels).
+        # A weak pull of the height towards the spec's proportions (worth a few pixels): it
+        # settles the trade-off between a piece's size and its height that a view leaves open.
         prior = 4.0 * ((q[hi_] - hn * scale) / (0.2 * hn * scale)) ** 2
         return float(total.sum() + prior)
 
@@ -460,6 +460,10 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
         if best is None or res.fun < best.fun:
             best = res
     q = _expand(best.x, square)
+    # How deep the shadows around the piece are, on the white paper clear of it (see _check_light).
+    dist = _model_distance(pts, _expand(best.x, square, tabs), scene.nadir, scene.cam_z)
+    near_white = (dist > 1.0) & (t > 0.9)
+    f.deep_shadow = float(np.mean(norm[near_white].mean(axis=1) < 0.5)) if near_white.any() else 0.0
     f.centre_mm = (float(q[0]), float(q[1]))
     f.angle_deg = math.degrees(q[2]) % 180
     f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
@@ -742,6 +746,7 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     for f in fits:
         if f.kind != "keep":
             _refine_by_appearance(f, scene)
+    _check_light(fits)
     _check_shapes(fits)
     _check_heights(fits)
     pieces = _piece_profile(fits)
@@ -755,9 +760,10 @@ MAX_PART_GAP_MM = 12.0
 
 
 def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
-    """While there are more grey regions than the three grey pieces asked for, join the two
-    closest (a piece whose sides look like the print beneath it shows as its top's merlons
-    and bits of its sides), as long as they are less than MAX_PART_GAP_MM apart."""
+    """A piece whose sides look like the print beneath it shows in parts (its top's merlons, bits
+    of its sides). Parts too small to be a piece join the nearest larger region; then, while there
+    are more piece-sized grey regions than the three grey pieces asked for, the two closest join;
+    never across more than MAX_PART_GAP_MM."""
     from scipy.spatial import cKDTree
 
     ppm = RECT_PX_PER_MM
@@ -774,6 +780,17 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
         edge = np.argwhere(m & ~cv2.erode(m, np.ones((3, 3), np.uint8)).astype(bool)) + [r.bbox[0] - 1, r.bbox[1] - 1]
         grey[r.label] = edge
     labels = labels.copy()
+    area = {i: int((labels == i).sum()) for i in grey}
+    big = {i for i in grey if area[i] >= MIN_PIECE_AREA_MM2 * ppm * ppm}
+    if big:
+        trees = {i: cKDTree(grey[i]) for i in big}
+        for i in sorted(set(grey) - big, key=lambda i: -area[i]):
+            dist, j = min((trees[j].query(grey[i], k=1)[0].min(), j) for j in big)
+            if dist <= MAX_PART_GAP_MM * ppm:
+                labels[labels == i] = j
+                grey[j] = np.vstack([grey[j], grey[i]])
+                trees[j] = cKDTree(grey[j])
+            del grey[i]
     while len(grey) > 3:
         ids = list(grey)
         trees = {i: cKDTree(grey[i]) for i in ids}
@@ -812,7 +829,8 @@ def _name_pieces(fits: list[PieceFit]) -> None:
     found = ", ".join(f"{f.length_mm:.0f} x {f.width_mm:.0f} mm" for f in grey) or "none"
     if len(grey) != 3:
         raise PieceMeasureError(f"found {len(grey)} grey pieces on the mat ({found}); stand exactly one tower, "
-                                "one short wall and one long wall on it, apart from each other and from the keeps")
+                                "one short wall and one long wall on it, apart from each other and from the keeps, "
+                                "and light the mat evenly (a lamp's or the sun's shadows can join pieces or pass for them)")
     # Only a first guess: outlines that missed a side can make any piece look squat. The shapes
     # are checked again once each piece is fitted as what it was taken for (_check_shapes).
     by_square = sorted(grey, key=lambda f: f.length_mm / f.width_mm)
@@ -820,6 +838,23 @@ def _name_pieces(fits: list[PieceFit]) -> None:
     tower.kind, walls[0].kind, walls[1].kind = "tower", "short_wall", "long_wall"
     if not [f for f in fits if f.kind == "keep"]:
         raise PieceMeasureError("found no keeps on the mat; stand one keep of each colour on it")
+
+
+# Share of the white paper around a grey piece (beyond 1 mm, where even a soft light leaves a
+# contact shadow) that may be darker than half the paper's white: deeper shadows than a window or
+# a ceiling light casts are a lamp's or the sun's, and their edges pass for a piece's.
+DEEP_SHADOW_SHARE = 0.05
+
+
+def _check_light(fits: list[PieceFit]) -> None:
+    """Refuse a photo taken under hard light rather than measure shadows as plastic."""
+    worst = max((f for f in fits if f.kind != "keep"), key=lambda f: f.deep_shadow, default=None)
+    if worst is not None and worst.deep_shadow > DEEP_SHADOW_SHARE:
+        raise PieceMeasureError(
+            f"the pieces cast strong shadows (around the {worst.kind.replace('_', ' ')}, "
+            f"{100 * worst.deep_shadow:.0f} % of the paper is in deep shadow), which would be measured as part of "
+            "them: light the mat evenly (daylight from a window or a ceiling light, no lamp close by, no "
+            "direct sun) and take the photo again")
 
 
 def _check_shapes(fits: list[PieceFit]) -> None:

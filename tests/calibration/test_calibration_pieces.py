@@ -68,6 +68,16 @@ def test_a_lamps_shadows_do_not_inflate_the_sizes():
     _assert_footprints(m, truth, abs_mm=1.5)
 
 
+def test_a_hard_shadow_is_refused_rather_than_measured():
+    # A lamp close by leaves the paper around the pieces in deep shadow, whose edges pass for a
+    # piece's: the user is told to light the mat evenly instead of getting a wrong size.
+    boxes, _ = _scene(1.0)
+    R, t = look_at((105, 148), 65, 300, 440)
+    photo = render_mat_view(K, R, t, SIZE, boxes=boxes, shadow=(60, 30, 0.8))
+    with pytest.raises(PieceMeasureError, match="strong shadows.*light the mat evenly"):
+        measure_pieces(photo, camera=CAMERA)
+
+
 def test_keep_colours_are_named_and_measured_under_the_users_light():
     boxes, _ = _scene(1.0)
     warm = (0.7, 0.9, 1.0)  # BGR gains of a warm lamp
