@@ -78,7 +78,7 @@ class PieceFit:
     evidence: "_Evidence | None" = None  # set when a shadow made the outline unusable
     outline_start: np.ndarray | None = None  # the box fitted to the outline alone
     label: int = 0  # its region in the rectified photo's labels
-    deep_shadow: float = 0.0  # share of the white print around it darker than half the paper's white
+    deep_shadow: float = 0.0  # share of the white paper around it darker than half the paper's white
 
 
 @dataclass
@@ -356,28 +356,19 @@ APPEARANCE_STEP = 2
 APPEARANCE_TAU = 0.15
 
 
-def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
-    """Refit a grey piece to the photo itself, not to a thresholded outline.
-
-    Model: inside the projected piece each visible face has one colour of its own (fitted), and
-    outside it the print looks as printed. A face that differs from the print beneath it by only
-    a little (dark grey on black ink, light grey on white paper) still says where it is when
-    summed over its whole area, which thresholding pixel by pixel cannot. The print's levels are
-    corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
-    """
+def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
+    """The photo around a piece (box parameters `full`), sampled every APPEARANCE_STEP pixels:
+    points (mat mm), colours scaled by the print's local black and white, the print as it should
+    look there and its 3 x 3 range (the print may sit a pixel off the template); other pieces and
+    their surroundings are left out. None if too little of the print is in view."""
     ppm = RECT_PX_PER_MM
-    tabs = f.kind in ("short_wall", "long_wall")
-    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
-                       f.height_mm])
-    full = _expand(_to_fit(params, False), False, tabs)
     corners = _box_corners(full, scene.nadir, scene.cam_z)
     h, w = scene.labels.shape
-    pad = 8.0
-    x0, y0 = np.floor((corners.min(axis=0) - pad) * ppm).astype(int)
-    x1, y1 = np.ceil((corners.max(axis=0) + pad) * ppm).astype(int)
+    x0, y0 = np.floor((corners.min(axis=0) - pad_mm) * ppm).astype(int)
+    x1, y1 = np.ceil((corners.max(axis=0) + pad_mm) * ppm).astype(int)
     x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
     if x1 - x0 < 8 or y1 - y0 < 8:
-        return
+        return None
     sl = (slice(y0, y1, APPEARANCE_STEP), slice(x0, x1, APPEARANCE_STEP))
     lab = scene.labels[y0:y1, x0:x1]
     others = cv2.dilate(((lab != 0) & (lab != f.label)).astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
@@ -387,25 +378,60 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
     norm = scene.norm[sl][use]
     t = scene.t01[sl][use]
     if len(pts) < 50:
-        return
+        return None
     # Local print levels: what the print looks like here, from the pixels well clear of the
     # piece (its outline fitted so far, 2 mm out).
     clear = _soft_cover(pts, _hull_points(full[:6], scene.nadir, scene.cam_z), 1.0) == 0
     clear &= _model_distance(pts, full, scene.nadir, scene.cam_z) > 2.0
     lo_b, hi_w = t < 0.1, t > 0.9
     if (clear & lo_b).sum() < 20 or (clear & hi_w).sum() < 20:
-        return
+        return None
     b_loc = np.median(norm[clear & lo_b], axis=0)
     w_loc = np.median(norm[clear & hi_w], axis=0)
     norm = (norm - b_loc) / np.maximum(w_loc - b_loc, 0.2)
-    # The print may sit a pixel off the template: the expected value is a range (3 x 3).
     k3 = np.ones((3, 3), np.uint8)
     t_lo = cv2.erode(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
     t_hi = cv2.dilate(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
+    return pts, norm, t, t_lo, t_hi
+
+
+def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
+    """Share of the white paper within 12 mm of a fitted piece (beyond 1 mm, where even soft light
+    leaves a contact shadow) darker than half the paper's white: a hard light's shadow."""
+    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
+                       f.height_mm])
+    win = _window(f, scene, params, pad_mm=12.0)
+    if win is None:
+        return 0.0
+    pts, norm, t, _, _ = win
+    return _deep_share(_model_distance(pts, params, scene.nadir, scene.cam_z), norm, t)
+
+
+def _deep_share(dist: np.ndarray, norm: np.ndarray, t: np.ndarray) -> float:
+    near_white = (dist > 1.0) & (t > 0.9)
+    return float(np.mean(norm[near_white].mean(axis=1) < 0.5)) if near_white.any() else 0.0
+
+
+def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
+    """Refit a grey piece to the photo itself, not to a thresholded outline.
+
+    Model: inside the projected piece each visible face has one colour of its own (fitted), and
+    outside it the print looks as printed. A face that differs from the print beneath it by only
+    a little (dark grey on black ink, light grey on white paper) still says where it is when
+    summed over its whole area, which thresholding pixel by pixel cannot. The print's levels are
+    corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
+    """
+    tabs = f.kind in ("short_wall", "long_wall")
+    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
+                       f.height_mm])
+    win = _window(f, scene, _expand(_to_fit(params, False), False, tabs), pad_mm=8.0)
+    if win is None:
+        return
+    pts, norm, t, t_lo, t_hi = win
     r_bg = np.max(np.maximum(np.maximum(t_lo[:, None] - norm, norm - t_hi[:, None]), 0), axis=1)
     tau2 = APPEARANCE_TAU ** 2
     rho_bg = np.minimum(r_bg ** 2, tau2) / tau2
-    ramp = APPEARANCE_STEP / ppm
+    ramp = APPEARANCE_STEP / RECT_PX_PER_MM
     ln0, _, hn = NOMINAL_MM[f.kind]
 
     square = f.kind == "tower"
@@ -460,10 +486,8 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
         if best is None or res.fun < best.fun:
             best = res
     q = _expand(best.x, square)
-    # How deep the shadows around the piece are, on the white paper clear of it (see _check_light).
     dist = _model_distance(pts, _expand(best.x, square, tabs), scene.nadir, scene.cam_z)
-    near_white = (dist > 1.0) & (t > 0.9)
-    f.deep_shadow = float(np.mean(norm[near_white].mean(axis=1) < 0.5)) if near_white.any() else 0.0
+    f.deep_shadow = _deep_share(dist, norm, t)
     f.centre_mm = (float(q[0]), float(q[1]))
     f.angle_deg = math.degrees(q[2]) % 180
     f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
@@ -744,7 +768,11 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     _refit_by_kind(fits, nadir, cam_z)
     scene = _Scene((rect - black) / np.maximum(white - black, 20.0), t01, labels, valid, nadir, cam_z)
     for f in fits:
-        if f.kind != "keep":
+        if f.kind == "keep":
+            # Keeps stand out by their colour, so their fit is sure: the paper around them shows
+            # what the light is like (see _check_light).
+            f.deep_shadow = _deep_shadow(f, scene)
+        else:
             _refine_by_appearance(f, scene)
     _check_light(fits)
     _check_shapes(fits)
@@ -762,8 +790,8 @@ MAX_PART_GAP_MM = 12.0
 def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
     """A piece whose sides look like the print beneath it shows in parts (its top's merlons, bits
     of its sides). Parts too small to be a piece join the nearest larger region; then, while there
-    are more piece-sized grey regions than the three grey pieces asked for, the two closest join;
-    never across more than MAX_PART_GAP_MM."""
+    are more piece-sized grey regions than the three grey pieces asked for, the smallest joins its
+    nearest neighbour; never across more than MAX_PART_GAP_MM."""
     from scipy.spatial import cKDTree
 
     ppm = RECT_PX_PER_MM
@@ -791,20 +819,18 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
                 grey[j] = np.vstack([grey[j], grey[i]])
                 trees[j] = cKDTree(grey[j])
             del grey[i]
-    while len(grey) > 3:
-        ids = list(grey)
-        trees = {i: cKDTree(grey[i]) for i in ids}
-        best = None
-        for a_i, a in enumerate(ids):
-            for b in ids[a_i + 1:]:
-                dist = trees[a].query(grey[b], k=1)[0].min()
-                if best is None or dist < best[0]:
-                    best = (dist, a, b)
-        gap, a, b = best
+    # The smallest region is the likeliest to be a part: it joins its nearest neighbour.
+    pending = set(grey)
+    while len(grey) > 3 and pending:
+        small = min(pending, key=lambda i: area[i])
+        pending.discard(small)
+        tree = cKDTree(grey[small])
+        gap, other = min((tree.query(grey[j], k=1)[0].min(), j) for j in grey if j != small)
         if gap > MAX_PART_GAP_MM * ppm:
-            break
-        labels[labels == b] = a
-        grey[a] = np.vstack([grey[a], grey.pop(b)])
+            continue
+        labels[labels == small] = other
+        grey[other] = np.vstack([grey[other], grey.pop(small)])
+        area[other] += area.pop(small)
     return labels
 
 
@@ -840,21 +866,31 @@ def _name_pieces(fits: list[PieceFit]) -> None:
         raise PieceMeasureError("found no keeps on the mat; stand one keep of each colour on it")
 
 
-# Share of the white paper around a grey piece (beyond 1 mm, where even a soft light leaves a
-# contact shadow) that may be darker than half the paper's white: deeper shadows than a window or
-# a ceiling light casts are a lamp's or the sun's, and their edges pass for a piece's.
+# Share of the white paper around a fitted piece (beyond 1 mm, where even a soft light leaves a
+# contact shadow) that may be darker than half the paper's white. Deeper shadows than a window or a
+# ceiling light casts are a lamp's or the sun's, and their edges pass for a grey piece's; around a
+# grey piece such dark paper may also be a dark side the fit left out. Either way the size is not sure.
 DEEP_SHADOW_SHARE = 0.05
 
 
 def _check_light(fits: list[PieceFit]) -> None:
-    """Refuse a photo taken under hard light rather than measure shadows as plastic."""
-    worst = max((f for f in fits if f.kind != "keep"), key=lambda f: f.deep_shadow, default=None)
-    if worst is not None and worst.deep_shadow > DEEP_SHADOW_SHARE:
+    """Refuse rather than measure shadows as plastic. The keeps tell what the light is like (their
+    colour makes their fit sure); around a grey piece dark paper may be a shadow or a missed side."""
+    keeps = [f.deep_shadow for f in fits if f.kind == "keep"]
+    if keeps and float(np.median(keeps)) > DEEP_SHADOW_SHARE:
         raise PieceMeasureError(
-            f"the pieces cast strong shadows (around the {worst.kind.replace('_', ' ')}, "
-            f"{100 * worst.deep_shadow:.0f} % of the paper is in deep shadow), which would be measured as part of "
-            "them: light the mat evenly (daylight from a window or a ceiling light, no lamp close by, no "
-            "direct sun) and take the photo again")
+            f"the pieces cast strong shadows ({100 * float(np.median(keeps)):.0f} % of the paper around the keeps "
+            "is in deep shadow), which would be measured as part of them: light the mat evenly (daylight from a "
+            "window or a ceiling light, no lamp close by, no direct sun) and take the photo again")
+    grey = [f for f in fits if f.kind != "keep" and f.deep_shadow > DEEP_SHADOW_SHARE]
+    if grey:
+        worst = max(grey, key=lambda f: f.deep_shadow)
+        raise PieceMeasureError(
+            f"around the {worst.kind.replace('_', ' ')} {100 * worst.deep_shadow:.0f} % of the paper is much darker "
+            "than the rest: a shadow, or a dark side of the piece that could not be told from the print, so its "
+            "size would not be sure; light the mat evenly (daylight from a window or a ceiling light, no lamp "
+            "close by, no direct sun), stand the grey pieces on the white squares where you can, and take the "
+            "photo again")
 
 
 def _check_shapes(fits: list[PieceFit]) -> None:
