@@ -311,6 +311,7 @@ class _Scene:
     valid: np.ndarray
     nadir: np.ndarray
     cam_z: float
+    piece_labels: tuple[int, ...] = ()  # the regions taken for pieces
 
 
 def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndarray:
@@ -329,24 +330,32 @@ def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndar
     return np.clip(0.5 - sd / ramp_mm, 0.0, 1.0)
 
 
-def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The projected box's faces the camera sees (its top, and the sides facing the camera's foot
-    point) as convex polygons on the mat, and a wall's tabs' outlines (convex hulls)."""
-    corners = _box_corners(params, nadir, cam_z)
-    base, top = corners[:4], corners[4:8]
-    faces = [top]
+def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray):
+    """A box's faces the camera sees, as (orientation, convex polygon on the mat): its top (-1) and
+    the sides facing the camera's foot point, named by the closest of `axes` (outward normals)."""
+    faces = [(-1, top)]
     centre = base.mean(axis=0)
     for i in range(4):
         j = (i + 1) % 4
         mid = (base[i] + base[j]) / 2
         out = mid - centre
         if np.dot(out, nadir - mid) > 0:  # the camera is on this side's outer side
-            faces.append(np.array([base[i], base[j], top[j], top[i]]))
-    tabs = []
-    for k in range(8, len(corners), 8):
-        c = corners[k:k + 8]
-        tabs.append(c[cv2.convexHull(c.astype(np.float32), returnPoints=False).ravel()])
-    return faces, tabs
+            faces.append((int(np.argmax(axes @ out)), np.array([base[i], base[j], top[j], top[i]])))
+    return faces
+
+
+def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float):
+    """The projected piece's visible faces as convex polygons on the mat: the body's, and a wall's
+    tabs' apart, each named by its orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the
+    piece): faces turned the same way are lit the same."""
+    corners = _box_corners(params, nadir, cam_z)
+    theta = params[2]
+    ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
+    axes = np.array([ax, -ay, -ax, ay])
+    body = _box_faces(corners[:4], corners[4:8], nadir, axes)
+    tabs = [face for k in range(8, len(corners), 8)
+            for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
+    return body, tabs
 
 
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
@@ -371,7 +380,10 @@ def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
         return None
     sl = (slice(y0, y1, APPEARANCE_STEP), slice(x0, x1, APPEARANCE_STEP))
     lab = scene.labels[y0:y1, x0:x1]
-    others = cv2.dilate(((lab != 0) & (lab != f.label)).astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
+    # Only the other pieces are left out: bits of this piece that showed apart from it (a merlon
+    # on white paper) are evidence for it.
+    other = np.isin(lab, [i for i in scene.piece_labels if i != f.label])
+    others = cv2.dilate(other.astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
     use = (scene.valid[y0:y1, x0:x1] & ~others)[::APPEARANCE_STEP, ::APPEARANCE_STEP]
     ys, xs = np.mgrid[y0:y1:APPEARANCE_STEP, x0:x1:APPEARANCE_STEP]
     pts = (np.column_stack([xs[use], ys[use]]) + 0.5) / ppm
@@ -440,15 +452,18 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
 
     def cost(q):
         p = _expand(q, square, tabs)
-        faces, tab_polys = _faces(p, scene.nadir, scene.cam_z)
+        body_faces, tab_faces = _faces(p, scene.nadir, scene.cam_z)
         total = np.zeros(len(pts))
         covered = np.zeros(len(pts))
-        regions = [_soft_cover(pts, fc, ramp) for fc in faces]
-        body = np.minimum(np.sum(regions, axis=0), 1.0)
-        if tab_polys:
-            tab = np.max([_soft_cover(pts, tp, ramp) for tp in tab_polys], axis=0) * (1.0 - body)
-            regions.append(tab)
-        for wgt in regions:
+        regions = {side: _soft_cover(pts, poly, ramp) for side, poly in body_faces}
+        if tab_faces:
+            # A tab's faces are lit as the body's faces turned the same way, where the body does
+            # not hide them.
+            free = 1.0 - np.minimum(np.sum(list(regions.values()), axis=0), 1.0)
+            for side, poly in tab_faces:
+                wgt = _soft_cover(pts, poly, ramp) * free
+                regions[side] = regions[side] + wgt if side in regions else wgt
+        for wgt in regions.values():
             sw = wgt.sum()
             if sw < 1e-6:
                 continue
@@ -477,14 +492,31 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
         q2[3] = min(f.outline_start[3], f.outline_start[4])
         q2[4] = hn * q2[3] / ln0
         starts.append(q2)
+    if tabs:
+        # A wall's merlons repeat along it, and its ends on dark ink may hardly show: a fit can
+        # settle a merlon short or long. Start also a tenth shorter and longer.
+        for k in (0.9, 1.1):
+            qk = q1.copy()
+            qk[3] *= k
+            qk[hi_] = hn * qk[3] / ln0
+            starts.append(qk)
     best = None
-    for start in starts:
+
+    def simplex_search(start):
         n = len(start)
         simplex = np.vstack([start] + [start + np.eye(n)[i] * steps[i] for i in range(n)])
-        res = optimize.minimize(cost, start, method="Nelder-Mead",
-                                options={"initial_simplex": simplex, "xatol": 0.02, "fatol": 0.05, "maxfev": 900})
+        return optimize.minimize(cost, start, method="Nelder-Mead",
+                                 options={"initial_simplex": simplex, "xatol": 0.02, "fatol": 0.05, "maxfev": 900})
+
+    for start in starts:
+        res = simplex_search(start)
         if best is None or res.fun < best.fun:
             best = res
+    # A simplex search can shrink before it gets to the bottom of a long valley (a long wall's
+    # length against its height): search again from where it stopped.
+    again = simplex_search(best.x)
+    if again.fun < best.fun:
+        best = again
     q = _expand(best.x, square)
     dist = _model_distance(pts, _expand(best.x, square, tabs), scene.nadir, scene.cam_z)
     f.deep_shadow = _deep_share(dist, norm, t)
@@ -766,7 +798,8 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
 
     _name_pieces(fits)
     _refit_by_kind(fits, nadir, cam_z)
-    scene = _Scene((rect - black) / np.maximum(white - black, 20.0), t01, labels, valid, nadir, cam_z)
+    scene = _Scene((rect - black) / np.maximum(white - black, 20.0), t01, labels, valid, nadir, cam_z,
+                   tuple(f.label for f in fits))
     for f in fits:
         if f.kind == "keep":
             # Keeps stand out by their colour, so their fit is sure: the paper around them shows
