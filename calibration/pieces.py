@@ -13,11 +13,23 @@ its top face scaled about the camera's foot point; fitting that hull (centre, tu
 height) to the outline removes the parallax of the piece's height instead of measuring the blown-up
 silhouette. Keeps are the coloured pieces; their colour is read from their top face.
 
+A wall is fitted as its body and an end tab at each end (the tongues that slide into a tower's
+slot, of an assumed shape, WALL_TAB): its length is the body's, tower face to tower face, found
+from where the outline narrows to the tabs.
+
 Shadows: a lamp's shadow joined to a piece would swell its outline. The print tells them apart
 where grey plastic would hide black ink that a shadow leaves black; when the fitted outline covers
 such "surely not a piece" pixels, the box is fitted to the sure evidence instead (pixels surely piece,
-surely not, and undecided grey-on-white ones). In diffuse light every size on synthetic views is
-within 1 mm; with lamp shadows most are (see `python -m calibration.benchmark pieces`).
+surely not, and undecided grey-on-white ones).
+
+Grey pieces, named from those first fits (the squarest is the tower), are then fitted to the photo
+itself (_refine_by_appearance): each visible face has a colour of its own, the print outside looks as
+printed. Grey on the print's black or white, which no threshold separates, still says where a face is
+summed over the face. A photo is refused rather than measured when the pieces do not come out as a
+tower and two walls, when a piece's height or thickness does not fit its length, or when the paper
+around the pieces lies in deep shadow (a lamp or the sun, or a dark side the fit left out).
+Accuracy on synthetic views and on Mitsuba renders: `python -m calibration.benchmark pieces` and
+`pieces-render`.
 
 API: `measure_pieces(image_bgr, camera=None, exif_focal_35mm=None) -> PieceMeasurement` (raises
 `PieceMeasureError`, a ValueError telling the user what to change).
