@@ -9,6 +9,11 @@ orientation free), so piece precision/recall count real misreads only.
 """
 from __future__ import annotations
 
+import os
+
+# The target is seconds per photo on one core: numpy's BLAS must not spread over several (set before
+# numpy is loaded, also for the worker processes).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import json
 import statistics

@@ -2,10 +2,12 @@
 
 The table is learned from the photo's border (the castle is framed inside it): a smoothed colour
 histogram of the border says what "table" looks like, in whatever colour, pattern or lightness.
-Grey plastic is then what is (after white balance) close to neutral *and* unlike the table; keeps are
-the strongly coloured pixels, their colour read by hue after the same white balance, so a warm lamp
-does not turn yellow into red. The white balance is taken from the most neutral non-table pixels:
-the pieces' grey plastic is the neutral reference.
+The white balance is taken from the most neutral non-table pixels: the pieces' grey plastic is the
+neutral reference. Which pixels are grey plastic and which are keeps is then decided by the pixel
+model (vision.pixels), from these cues and their neighbourhood; the colour rules it replaced (grey:
+close to neutral *and* unlike the table; keeps: strongly coloured) remain as `learned=False`, the
+second opinion when the model sees no castle at all. A keep's colour is read by hue after the white
+balance, so a warm lamp does not turn yellow into red.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from typing import Mapping, Sequence
 import cv2
 import numpy as np
 from skimage import color
+
+from vision.pixels import FEATURE_SIDE, class_probabilities, pixel_features
 
 KEEP_COLOURS = ("red", "yellow", "green", "blue")
 # Hue centres on OpenCV's 0..180 scale, after white balance: typical keeps, used without a colour profile.
@@ -126,19 +130,22 @@ def glare_spots(grey: np.ndarray, lightness: np.ndarray, size_frac: float = 0.05
     return cv2.morphologyEx(smooth, cv2.MORPH_OPEN, disk).astype(bool)
 
 
-def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08,
-                  hue_centres: Mapping[str, float] = HUE_CENTRES,
-                  keep_lab: Mapping[str, Sequence[float]] | None = None) -> Masks:
-    """The masks of one photo.
+@dataclass
+class ColourLayers:
+    """What the mask stage knows of every pixel before classifying it."""
 
-    `hue_centres` (OpenCV hue 0..180 after white balance, one per KEEP_COLOURS name) label keep pixels
-    by the nearest centre. `keep_lab` are keep colours as photographed under this light (CIELAB, from
-    a colour profile): each named colour's centre becomes its hue after this photo's white balance,
-    so a calibration photo and this one need not share the camera's white balance.
-    """
-    missing = [c for c in KEEP_COLOURS if c not in hue_centres]
-    if missing:
-        raise ValueError(f"hue_centres has no hue for {', '.join(missing)} (needs one per keep colour: {', '.join(KEEP_COLOURS)})")
+    border: np.ndarray  # bool: the photo's border pixels that sample the table
+    gains: np.ndarray  # (3,) BGR white-balance gains
+    balanced: np.ndarray  # BGR uint8 after white balance
+    lab: np.ndarray  # CIELAB (OpenCV 8-bit) of the balanced photo, lightly blurred
+    hsv: np.ndarray  # HSV of the balanced photo
+    table_like: np.ndarray  # 0..1: how common the pixel's Lab is on the table
+    table_like_colour: np.ndarray  # 0..1: how common its chromaticity is on the table
+
+
+def colour_layers(bgr: np.ndarray, *, chroma_grey: float = 16.0, table_thr: float = 0.08) -> ColourLayers:
+    """Sample the table on the photo's border, white-balance on the grey plastic, and say per pixel
+    how table-like it is."""
     lab0 = cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)
     border = _border(lab0.shape[:2])
     # Beyond the table's edge the frame may show the room (usually much darker): sample only border
@@ -152,27 +159,69 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     cand = (t_like < table_thr) & (chroma0 < 3 * chroma_grey) & (lab0[:, :, 0] > 60)
     gains = white_balance_gains(bgr, cand)
     bal = np.clip(bgr.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
+    return ColourLayers(border, gains, bal, lab, cv2.cvtColor(bal, cv2.COLOR_BGR2HSV), table_likelihood(lab, border),
+                        table_chromaticity_likelihood(bal, border))
+
+
+def learned_features(layers: ColourLayers) -> tuple[np.ndarray, float]:
+    """The pixel model's features on the photo downscaled to FEATURE_SIDE, and that downscale."""
+    h, w = layers.lab.shape[:2]
+    s = min(1.0, FEATURE_SIDE / max(h, w))
+    size = (max(1, round(w * s)), max(1, round(h * s)))
+    small = lambda x: cv2.resize(x, size, interpolation=cv2.INTER_AREA)  # noqa: E731
+    border = cv2.resize(layers.border.astype(np.uint8), size, interpolation=cv2.INTER_NEAREST).astype(bool)
+    return pixel_features(small(layers.lab), small(layers.hsv), small(layers.table_like.astype(np.float32)),
+                          small(layers.table_like_colour.astype(np.float32)), border), s
+
+
+def learned_probabilities(layers: ColourLayers) -> np.ndarray:
+    """(H, W, 3) probabilities of other / grey / keep at the photo's working size."""
+    feats, _ = learned_features(layers)
+    probs = class_probabilities(feats)
+    h, w = layers.lab.shape[:2]
+    return cv2.resize(probs, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08,
+                  hue_centres: Mapping[str, float] = HUE_CENTRES,
+                  keep_lab: Mapping[str, Sequence[float]] | None = None, learned: bool = True) -> Masks:
+    """The masks of one photo.
+
+    `hue_centres` (OpenCV hue 0..180 after white balance, one per KEEP_COLOURS name) label keep pixels
+    by the nearest centre. `keep_lab` are keep colours as photographed under this light (CIELAB, from
+    a colour profile): each named colour's centre becomes its hue after this photo's white balance,
+    so a calibration photo and this one need not share the camera's white balance. With `learned` the
+    grey and keep pixels are the pixel model's (vision.pixels), otherwise the colour rules'.
+    """
+    missing = [c for c in KEEP_COLOURS if c not in hue_centres]
+    if missing:
+        raise ValueError(f"hue_centres has no hue for {', '.join(missing)} (needs one per keep colour: {', '.join(KEEP_COLOURS)})")
+    layers = colour_layers(bgr, chroma_grey=chroma_grey, table_thr=table_thr)
+    border, gains, bal, lab, hsv = layers.border, layers.gains, layers.balanced, layers.lab, layers.hsv
+    t_like_bal, t_like_colour = layers.table_like, layers.table_like_colour
     centres = dict(hue_centres)
     for name, lab_ref in (keep_lab or {}).items():
         centres[name] = balanced_hue(lab_ref, gains)
     centres = [centres[c] for c in KEEP_COLOURS]  # label li is KEEP_COLOURS[li - 1]
-    lab = cv2.cvtColor(cv2.GaussianBlur(bal, (3, 3), 0), cv2.COLOR_BGR2LAB)
     L = lab[:, :, 0].astype(np.float32)
     a, b = lab[:, :, 1].astype(np.float32) - 128, lab[:, :, 2].astype(np.float32) - 128
     chroma = np.hypot(a, b)
     # Chroma of a dark pixel is unreliable (noise, and Lab chroma shrinks towards black).
     neutral = chroma < chroma_grey * np.clip(L / 120.0, 0.5, 1.0)
-    t_like_bal = table_likelihood(lab, border)
-    grey = neutral & (t_like_bal < table_thr) & (L > 30)
-    grey = cv2.morphologyEx(grey.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8)).astype(bool)
-    grey &= ~glare_spots(grey, L)
-
-    hsv = cv2.cvtColor(bal, cv2.COLOR_BGR2HSV)
     hue = hsv[:, :, 0].astype(np.float32)
-    # A keep's colour is unlike the table's in any light; a shadow on a coloured cloth keeps its colour.
-    t_like_colour = table_chromaticity_likelihood(bal, border)
-    keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 55) & (hsv[:, :, 2] > 25) & (t_like_bal < 2 * table_thr) \
-        & (t_like_colour < 0.3)
+    if learned:
+        probs = learned_probabilities(layers)
+        grey = probs[:, :, 1] > 0.5
+        keep = probs[:, :, 2] > 0.5
+    else:
+        grey = neutral & (t_like_bal < table_thr) & (L > 30)
+        # A keep's colour is unlike the table's in any light; a shadow on a coloured cloth keeps its colour.
+        keep = (chroma > chroma_keep) & (hsv[:, :, 1] > 55) & (hsv[:, :, 2] > 25) & (t_like_bal < 2 * table_thr) \
+            & (t_like_colour < 0.3)
+    grey = cv2.morphologyEx(grey.astype(np.uint8), cv2.MORPH_OPEN, np.ones((2, 2), np.uint8)).astype(bool)
+    glare = glare_spots(grey, L)
+    grey &= ~glare
     label = np.zeros(hue.shape, np.uint8)
     if keep.any():
         d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in centres])
@@ -182,7 +231,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         # a keep of that colour must then be clearly brighter than the lit cloth, or clearly more
         # saturated than nearly all of it (a red keep on terracotta or cherry wood), to count.
         sat_border = border & (hsv[:, :, 1] > 60)
-        if sat_border.mean() > 0.5 * border.mean():
+        if not learned and sat_border.mean() > 0.5 * border.mean():
             t_hue = float(np.median(hue[sat_border]))
             t_val = float(np.median(hsv[:, :, 2][sat_border]))
             dists = [min(abs(t_hue - c), 180 - abs(t_hue - c)) for c in centres]
@@ -210,6 +259,8 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     border_chroma = float(np.median(chroma[border]))
     table_L = float(np.median(L[border]))
     soft = grey.astype(np.float32)
-    if border_chroma < chroma_grey:
+    if learned:  # the model's probability is the evidence
+        soft = np.where(glare, 0.0, probs[:, :, 1]).astype(np.float32)
+    elif border_chroma < chroma_grey:
         soft[grey & (L < 0.8 * table_L)] = 1.0  # (weighting these lower lost dark pieces on white tables)
     return Masks(bal, gains, grey, keep, label, t_like_bal, soft, float(np.percentile(hsv[:, :, 2], 99)), contrast)

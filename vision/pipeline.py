@@ -39,6 +39,7 @@ WORKING_SIDE = 1280
 PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
 NO_CASTLE = "no castle found in the photo: photograph the castle from above so that it fills most of the picture"
 PIECE_MARGIN = 0.1
+MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
 
 
@@ -259,6 +260,44 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     return notes
 
 
+def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
+    """No more towers than the boxes in play hold (the rules' components): the weakest surplus towers
+    standing in the middle of a straight run of two walls are read as a long wall's middle instead.
+
+    Where a long wall stands, its middle shows grey plastic at a lattice point, and in a soft or
+    oblique photo a tower there explains the pixels nearly as well; only the piece count tells them
+    apart. Towers at corners, crossings and ends are never removed (G1 needs them)."""
+    castle, _ = build_castle(fit, keeps)
+    surplus = len(castle.towers) - TOWERS_PER_SET * castle.sets_in_play
+    if surplus <= 0:
+        return []
+    active = fit.decision.active
+    edges = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "edge"}
+    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    candidates = []
+    for i, (el, a) in enumerate(zip(fit.elements, active)):
+        if not (a and el.kind == "tower"):
+            continue
+        x, y = el.key
+        runs = [d for d in ((1, 0), (0, 1)) if _edge((x - d[0], y - d[1]), (x, y)) in edges and _edge((x, y), (x + d[0], y + d[1])) in edges]
+        others = sum(_edge((x, y), (x + dx, y + dy)) in edges for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)))
+        if len(runs) == 1 and others == 2:
+            dx, dy = runs[0]
+            if (x - dx, y - dy) in towers and (x + dx, y + dy) in towers:  # both ends held by towers
+                candidates.append((float(fit.decision.margin[i]), i))
+    notes = []
+    for _, i in sorted(candidates)[:surplus]:
+        active[i] = False
+        notes.append({"rule": "components", "severity": "notice",
+                      "message": f"more towers than {castle.sets_in_play} set(s) hold; the one least clearly seen at "
+                                 f"{list(fit.elements[i].key)} was read as the middle of a long wall"})
+    return notes
+
+
+def _edge(p: tuple[int, int], q: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (p, q) if p <= q else (q, p)
+
+
 def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05) -> list[dict]:
     """At most one Double Keep per colour (C5): decided among the colour's keeps, not one by one.
 
@@ -302,11 +341,12 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
 
     Only pieces whose image evidence is weak (|margin| < PIECE_MARGIN) may be flipped, one or two at a
     time, and only when that removes rule problems (G1-G6, piece counts), after the Double Keeps are
-    chosen per colour (C5) and towers added where walls meet (G1). The confidence still counts these
-    pieces as uncertain.
+    chosen per colour (C5), towers added where walls meet (G1) and surplus towers in straight runs
+    removed (the boxes' piece counts). The confidence still counts these pieces as uncertain.
     """
     notes = choose_double_keeps(keeps)
     notes += add_required_towers(fit)
+    notes += remove_excess_towers(fit, keeps)
     castle, _ = build_castle(fit, keeps)
     base = _rule_problems(castle)
     if base == 0:
@@ -399,7 +439,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     # Judged by the brightest parts: a black cloth makes a well-lit photo mostly dark.
     if masks.brightness < 50:
         return Assessment(0.0, "the photo is too dark: turn on a light or move the castle into brighter light", {"light": 0.0}, findings)
-    if region.sum() < 0.002 * region.size:
+    if region.sum() < MIN_CASTLE_SHARE * region.size:
         return Assessment(0.0, NO_CASTLE, {"castle": 0.0}, findings)
     if pose is None or fit is None:
         return Assessment(0.0, "no castle lattice could be found: photograph the whole castle from higher up, with its walls clearly visible", {"lattice": 0.0}, findings)
@@ -613,8 +653,21 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
+    reading = _read_decoded(photo, settings, timer, learned=True, debug_dir=debug_dir)
+    if reading.rectification.get("factors", {}).get("castle") == 0.0:
+        # The pixel model learned plastic from rendered pieces with their moulded texture; plastic
+        # that shows none (blown highlights, a very smooth set) it can miss altogether. Then the
+        # colour rules (neutral and unlike the table) get their say.
+        reading = _read_decoded(photo, settings, timer, learned=False, debug_dir=debug_dir)
+    return reading
+
+
+def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer, *, learned: bool,
+                  debug_dir: str | None) -> PhotoReading:
+    """Every stage after decoding, with the grey and keep pixels found by the pixel model or by the
+    colour rules (`learned`)."""
     with timer.stage("masks"):
-        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab)
+        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=learned)
         region = castle_region(masks.grey)
     for name, img in (("01_balanced", masks.balanced), ("02_grey_mask", masks.grey),
                       ("03_keep_mask", masks.keep), ("04_castle_region", region)):

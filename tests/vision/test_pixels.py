@@ -1,0 +1,82 @@
+"""The learned pixel classes: the model's arithmetic, its file, and the training labels."""
+from __future__ import annotations
+
+import numpy as np
+
+from vision.pixels import CLASSES, PixelModel, load_model
+from vision.train_pixels import truth_labels
+
+
+def _reference(model: PixelModel, x: np.ndarray) -> np.ndarray:
+    """The network as defined: standardise, ReLU layers, softmax."""
+    h = (x - model.mean) / model.scale
+    for w, b in zip(model.weights[:-1], model.biases[:-1]):
+        h = np.maximum(h @ w + b, 0)
+    z = h @ model.weights[-1] + model.biases[-1]
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _random_model(rng: np.random.Generator, n_features: int = 5) -> PixelModel:
+    sizes = (n_features, 7, 6, len(CLASSES))
+    return PixelModel(rng.normal(size=n_features).astype(np.float32), rng.uniform(0.5, 2, n_features).astype(np.float32),
+                      tuple(rng.normal(size=(a, b)).astype(np.float32) for a, b in zip(sizes, sizes[1:])),
+                      tuple(rng.normal(size=b).astype(np.float32) for b in sizes[1:]))
+
+
+def test_the_fast_evaluation_is_the_network_it_stores():
+    rng = np.random.default_rng(0)
+    model = _random_model(rng)
+    x = rng.normal(size=(1000, 5)).astype(np.float32)
+    fast = model.probabilities(x, chunk=128)  # several chunks and a partial last one
+    assert np.allclose(fast, _reference(model, x), atol=1e-5)
+    assert np.allclose(fast.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_a_saved_model_loads_unchanged(tmp_path):
+    model = _random_model(np.random.default_rng(1))
+    model.save(tmp_path / "m.npz")
+    loaded = load_model.__wrapped__(tmp_path / "m.npz")
+    x = np.random.default_rng(2).normal(size=(50, 5)).astype(np.float32)
+    assert np.allclose(loaded.probabilities(x), model.probabilities(x))
+
+
+def test_the_shipped_model_matches_the_features():
+    from vision.masks import colour_layers, learned_features
+
+    img = np.full((60, 80, 3), 120, np.uint8)
+    feats, _ = learned_features(colour_layers(img))
+    model = load_model()
+    assert model.weights[0].shape[0] == feats.shape[2] and model.weights[-1].shape[1] == len(CLASSES)
+
+
+def test_training_labels_come_from_the_truth_outlines():
+    square = lambda x, y, s: [[x, y], [x + s, y], [x + s, y + s], [x, y + s]]  # noqa: E731
+    truth = {"pieces": [{"kind": "tower", "outline_px": square(10, 10, 20)},
+                        {"kind": "keep", "outline_px": square(50, 10, 10)},
+                        {"kind": "long_wall", "outline_px": square(10, 40, 30)}],
+             "clutter": [{"kind": "keep", "outline_px": square(25, 25, 10)}],  # overlaps the tower's corner
+             "mat": {"corners_px": square(60, 50, 30)}}
+    labels = truth_labels(truth, (100, 100), 1.0)
+    assert labels[20, 15] == 1 and labels[55, 25] == 1  # grey pieces
+    assert labels[15, 55] == 2  # a keep
+    assert labels[5, 5] == 0  # the table
+    assert labels[27, 27] == -1  # keep over tower: either could be right
+    assert labels[10, 20] == -1 and labels[9, 20] == -1  # the border between classes is left out
+    assert (labels[55:75, 65:85] == -1).all()  # the mat's paper is left out
+    # Halving the photo halves the outlines.
+    assert truth_labels(truth, (50, 50), 0.5)[10, 8] == 1
+
+
+def test_training_labels_prefer_the_renderers_item_labels():
+    truth = {"pieces": [{"kind": "tower", "mask_id": 1, "outline_px": [[0, 0], [99, 0], [99, 99], [0, 99]]},
+                        {"kind": "keep", "mask_id": 2, "outline_px": [[0, 0], [1, 0], [1, 1]]}],
+             "clutter": [{"kind": "card", "mask_id": 3, "outline_px": [[0, 0], [1, 0], [1, 1]]}]}
+    items = np.zeros((40, 40), np.uint16)
+    items[5:15, 5:15] = 1  # what the camera saw of the tower: not its whole outline
+    items[20:30, 5:15] = 2
+    items[20:30, 20:30] = 3
+    labels = truth_labels(truth, (20, 20), 0.5, items)  # at half the photo's size
+    assert labels[5, 5] == 1 and labels[12, 5] == 2
+    assert labels[12, 12] == 0 and labels[2, 15] == 0  # a card is clutter, like the table
+    assert labels[2, 2] == -1  # the tower's edge

@@ -1,0 +1,111 @@
+"""Per-pixel classes (table or clutter / grey plastic / keep) by a small learned model.
+
+Hand-set colour thresholds fail where the table itself is neutral or patterned (gingham, marble,
+grey paint): there grey plastic, the table's white squares and the shadows all look alike pixel by
+pixel. A small multilayer perceptron, trained on rendered photos whose truth says which pixel is a
+piece (`python -m vision.train_pixels`), weighs the same cues the rules used (colour after white
+balance, how table-like a pixel is in this photo, lightness against the table's) together with its
+neighbourhood (blurred cues, edges), and learns where each cue can be trusted.
+
+The model is plain arrays (vision/pixel_model.npz: standardisation and layer weights), evaluated here
+with numpy; scikit-learn is needed only to train it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+MODEL_PATH = Path(__file__).with_name("pixel_model.npz")
+CLASSES = ("other", "grey", "keep")
+# Features are computed on a photo downscaled to this long side: the classes need no finer detail,
+# and a quarter of the pixels costs a quarter of the time.
+FEATURE_SIDE = 640
+
+
+@dataclass(frozen=True)
+class PixelModel:
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: tuple[np.ndarray, ...]
+    biases: tuple[np.ndarray, ...]
+
+    def probabilities(self, features: np.ndarray, chunk: int = 16384) -> np.ndarray:
+        """(N, F) features -> (N, len(CLASSES)) class probabilities."""
+        # Standardisation folded into the first layer; chunks small enough to stay in cache.
+        w0 = self.weights[0] / self.scale[:, None]
+        b0 = self.biases[0] - (self.mean / self.scale) @ self.weights[0]
+        layers = [(w0, b0)] + list(zip(self.weights[1:], self.biases[1:]))
+        out = np.empty((features.shape[0], layers[-1][0].shape[1]), np.float32)
+        for start in range(0, features.shape[0], chunk):
+            x = features[start:start + chunk]
+            for w, b in layers[:-1]:
+                x = x @ w
+                x += b
+                np.maximum(x, 0.0, out=x)
+            z = x @ layers[-1][0]
+            z += layers[-1][1]
+            z -= z.max(axis=1, keepdims=True)
+            np.exp(z, out=z)
+            z /= z.sum(axis=1, keepdims=True)
+            out[start:start + chunk] = z
+        return out
+
+    def save(self, path: Path) -> None:
+        arrays = {"mean": self.mean, "scale": self.scale}
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        np.savez_compressed(path, **arrays)
+
+
+@lru_cache(maxsize=1)
+def load_model(path: Path = MODEL_PATH) -> PixelModel:
+    with np.load(path) as z:
+        n = sum(1 for k in z.files if k.startswith("w"))
+        return PixelModel(z["mean"].astype(np.float32), z["scale"].astype(np.float32),
+                          tuple(z[f"w{i}"].astype(np.float32) for i in range(n)),
+                          tuple(z[f"b{i}"].astype(np.float32) for i in range(n)))
+
+
+def pixel_features(lab: np.ndarray, hsv: np.ndarray, table_like: np.ndarray, table_like_colour: np.ndarray,
+                   border: np.ndarray) -> np.ndarray:
+    """(H, W, F) float32 features of every pixel, from the white-balanced photo's CIELAB (OpenCV 8-bit
+    encoding) and HSV, and the two table likelihoods (0..1)."""
+    L = lab[:, :, 0].astype(np.float32) / 255.0
+    a = (lab[:, :, 1].astype(np.float32) - 128.0) / 64.0
+    b = (lab[:, :, 2].astype(np.float32) - 128.0) / 64.0
+    chroma = np.hypot(a, b)
+    s, v = hsv[:, :, 1].astype(np.float32) / 255.0, hsv[:, :, 2].astype(np.float32) / 255.0
+    # The table as a whole (its lightness and colour), so the model can tell what "unlike the table" means here.
+    tL, ta, tb = (float(np.median(c[border])) for c in (L, a, b))
+    t_chroma = float(np.hypot(ta, tb))
+    t_spread = float(np.std(L[border]))
+    tl, tc = table_like.astype(np.float32), table_like_colour.astype(np.float32)
+
+    def blur(x: np.ndarray, sigma: float) -> np.ndarray:
+        return cv2.GaussianBlur(x, (0, 0), sigma)
+
+    gx, gy = cv2.Sobel(L, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(L, cv2.CV_32F, 0, 1, ksize=3)
+    grad = np.hypot(gx, gy)
+    mean3 = blur(L, 3.0)
+    local_std = np.sqrt(np.maximum(blur(L * L, 3.0) - mean3 * mean3, 0.0))
+    shape = L.shape
+    const = lambda c: np.full(shape, c, np.float32)  # noqa: E731
+    # Context is kept to a few pixels: wider blurs let the evidence of a wall spill into a small
+    # courtyard next to it when the castle is small in the frame.
+    feats = [L, a, b, chroma, s, v, tl, tc,
+             L - tL, a - ta, b - tb,
+             const(tL), const(t_chroma), const(t_spread),
+             mean3, blur(chroma, 3.0), blur(tl, 3.0), blur(tc, 3.0),
+             blur(grad, 1.5), blur(grad, 4.0), local_std, L - mean3]
+    return np.stack(feats, axis=2).astype(np.float32)
+
+
+def class_probabilities(features: np.ndarray, model: PixelModel | None = None) -> np.ndarray:
+    """(H, W, F) features -> (H, W, len(CLASSES)) probabilities."""
+    model = model or load_model()
+    h, w, f = features.shape
+    return model.probabilities(features.reshape(-1, f)).reshape(h, w, -1)
