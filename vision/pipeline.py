@@ -304,8 +304,9 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     Each keep says how much better two stacked keeps explain its blob than one. Judged alone, a
     Double Keep seen from high up or a little off in height often looks single, and several single
     keeps can look stacked. Compared within a colour, the Double Keep is the one that stands out from
-    the others. A choice that is not clear (several look stacked alike, or the one that stands out
-    still looked single alone) counts as uncertain in the confidence.
+    the others. A choice that is not clear (several look stacked alike, the one that stands out still
+    looked single alone, or none is read double but one nearly looks it) counts as uncertain in the
+    confidence.
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
@@ -333,6 +334,10 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep looks clearly taller than the other {colour} keeps, so it was read as the Double Keep"})
+        elif top.stacked > -stands_out:
+            # Read single, but nearly as well explained stacked: a Double Keep seen from high up looks
+            # like this, and missing it halves a courtyard's points.
+            top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
     return notes
 
 
