@@ -229,7 +229,8 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
         label[~keep] = 0
         # On a cloth of a keep colour (green felt, blue gingham) the cloth's shadows have that hue too;
         # a keep of that colour must then be clearly brighter than the lit cloth, or clearly more
-        # saturated than nearly all of it (a red keep on terracotta or cherry wood), to count.
+        # saturated than nearly all of it (a red keep on terracotta or cherry wood), to count. (The
+        # pixel model learned this from renders on such cloths; only the colour rules need it spelt out.)
         sat_border = border & (hsv[:, :, 1] > 60)
         if not learned and sat_border.mean() > 0.5 * border.mean():
             t_hue = float(np.median(hue[sat_border]))
