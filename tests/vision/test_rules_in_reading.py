@@ -53,8 +53,32 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert [k.double for k in tall] == [True, False, False, False] and tall[0].confidence < KEEP_DOUBT
     flat = [_keep(0.9, -0.10), _keep(0.9, -0.11), _keep(0.9, -0.12)]
     assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
+    # None reads double, but the likeliest nearly looked stacked: a missed Double Keep halves a
+    # courtyard's points, so that keep is uncertain.
+    assert flat[0].confidence < KEEP_DOUBT and flat[1].confidence == 0.9
     lone = [_keep(0.9, -0.05)]  # nothing to stand out from: it looked single, so it is single
-    assert choose_double_keeps(lone) == [] and not lone[0].double
+    assert choose_double_keeps(lone) == [] and not lone[0].double and lone[0].confidence < KEEP_DOUBT
+    surely_single = [_keep(0.9, -0.30), _keep(0.9, -0.35)]
+    choose_double_keeps(surely_single)
+    assert [k.confidence for k in surely_single] == [0.9, 0.9]
+
+
+def test_surplus_towers_in_straight_runs_become_long_wall_middles():
+    from vision.pipeline import remove_excess_towers
+
+    # One set holds 32 towers; a row of 34 with walls between them has two too many. The two least
+    # clearly seen towers inside the row (never the ends) are read as long walls' middles.
+    margins = {(x, 0): (True, 0.9) for x in range(34)}
+    margins[(10, 0)] = (True, 0.2)
+    margins[(20, 0)] = (True, 0.1)
+    margins[(0, 0)] = (True, 0.05)  # an end: G1 needs it whatever the photo says
+    fit = _fit(margins, [((x, 0), (x + 1, 0)) for x in range(33)])
+    notes = remove_excess_towers(fit, [])
+    removed = {el.key for el, a in zip(fit.elements, fit.decision.active) if el.kind == "tower" and not a}
+    assert removed == {(10, 0), (20, 0)} and len(notes) == 2
+    # Within what the box holds nothing changes.
+    fit = _fit({(x, 0): (True, 0.9) for x in range(32)}, [((x, 0), (x + 1, 0)) for x in range(31)])
+    assert remove_excess_towers(fit, []) == [] and fit.decision.active.all()
 
 
 def _assess_with_a_piece_beyond_the_edge(region, grey=None):
