@@ -232,6 +232,23 @@ def _rule_problems(castle) -> int:
     return sum(1 for f in found if f.severity == "violation" or (f.rule == "components" and f.severity == "warning"))
 
 
+def _wall_ends(fit: Fit) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Per lattice point, the directions in which decided walls leave it."""
+    ends: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for el, a in zip(fit.elements, fit.decision.active):
+        if a and el.kind == "edge":
+            p, q = el.key
+            d = (q[0] - p[0], q[1] - p[1])
+            ends.setdefault(p, []).append(d)
+            ends.setdefault(q, []).append((-d[0], -d[1]))
+    return ends
+
+
+def _straight_through(dirs: list[tuple[int, int]]) -> bool:
+    """Exactly two walls, in line: where a long wall passes (or a tower joins two walls in line)."""
+    return len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
+
+
 def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     """Towers the walls say must be there: walls connect only to towers (G1).
 
@@ -240,20 +257,14 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     oblique view) is read as present, and said so; one the photo clearly rules out is left for the
     self-check to report.
     """
-    edges = [el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "edge"]
-    ends: dict[tuple, list[tuple[int, int]]] = {}
-    for p, q in edges:
-        d = (q[0] - p[0], q[1] - p[1])
-        ends.setdefault(p, []).append(d)
-        ends.setdefault(q, []).append((-d[0], -d[1]))
+    ends = _wall_ends(fit)
     notes = []
     for i, (el, active) in enumerate(zip(fit.elements, fit.decision.active)):
         dirs = ends.get(el.key) if el.kind == "tower" else None
         if active or not dirs:
             continue
-        straight_through = len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
         # (A margin is the evidence for the decision taken: a large one means clearly no tower.)
-        if len(dirs) < 2 or straight_through or fit.decision.margin[i] > max_doubt:
+        if len(dirs) < 2 or _straight_through(dirs) or fit.decision.margin[i] > max_doubt:
             continue
         fit.decision.active[i] = True
         notes.append({"rule": "G1", "severity": "notice",
@@ -273,17 +284,13 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     if surplus <= 0:
         return []
     active = fit.decision.active
-    edges = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "edge"}
+    ends = _wall_ends(fit)
     towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
     candidates = []
-    for i, (el, a) in enumerate(zip(fit.elements, active)):
-        if not (a and el.kind == "tower"):
-            continue
-        x, y = el.key
-        runs = [d for d in ((1, 0), (0, 1)) if _edge((x - d[0], y - d[1]), (x, y)) in edges and _edge((x, y), (x + d[0], y + d[1])) in edges]
-        others = sum(_edge((x, y), (x + dx, y + dy)) in edges for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)))
-        if len(runs) == 1 and others == 2:
-            dx, dy = runs[0]
+    for i, el in enumerate(fit.elements):
+        dirs = ends.get(el.key, []) if el.key in towers else []
+        if _straight_through(dirs):
+            (x, y), (dx, dy) = el.key, dirs[0]
             if (x - dx, y - dy) in towers and (x + dx, y + dy) in towers:  # both ends held by towers
                 candidates.append((float(fit.decision.margin[i]), i))
     notes = []
@@ -293,10 +300,6 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
                       "message": f"more towers than {castle.sets_in_play} set(s) hold; the one least clearly seen at "
                                  f"{list(fit.elements[i].key)} was read as the middle of a long wall"})
     return notes
-
-
-def _edge(p: tuple[int, int], q: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
-    return (p, q) if p <= q else (q, p)
 
 
 def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05) -> list[dict]:
@@ -660,7 +663,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
     reading = _read_decoded(photo, settings, timer, learned=True, debug_dir=debug_dir)
-    if reading.rectification.get("factors", {}).get("castle") == 0.0:
+    if reading.refusal == NO_CASTLE:
         # The pixel model learned plastic from rendered pieces with their moulded texture; plastic
         # that shows none (blown highlights, a very smooth set) it can miss altogether. Then the
         # colour rules (neutral and unlike the table) get their say.

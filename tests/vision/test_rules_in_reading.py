@@ -1,4 +1,5 @@
-"""The reader uses the rules where the photo is unclear: walls connect only to towers (G1)."""
+"""The reader uses the rules where the photo is unclear: towers where walls meet (G1), one Double Keep
+per colour (C5), no more towers than the boxes hold; and "cut off" only when the castle reaches the edge."""
 import numpy as np
 
 from vision.pipeline import add_required_towers
