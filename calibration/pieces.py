@@ -92,6 +92,12 @@ class PieceFit:
     label: int = 0  # its region in the rectified photo's labels
     deep_shadow: float = 0.0  # share of the white paper around it darker than half the paper's white
 
+    @property
+    def box(self) -> np.ndarray:
+        """(cx, cy, theta, length, width, height): the box fitted so far, as the fits take it."""
+        return np.array([self.centre_mm[0], self.centre_mm[1], math.radians(self.angle_deg), self.length_mm,
+                         self.width_mm, self.height_mm])
+
 
 @dataclass
 class PieceMeasurement:
@@ -422,8 +428,7 @@ def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
 def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
     """Share of the white paper within 12 mm of a fitted piece (beyond 1 mm, where even soft light
     leaves a contact shadow) darker than half the paper's white: a hard light's shadow."""
-    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
-                       f.height_mm])
+    params = f.box
     win = _window(f, scene, params, pad_mm=12.0)
     if win is None:
         return 0.0
@@ -446,8 +451,7 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
     corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
     """
     tabs = f.kind in ("short_wall", "long_wall")
-    params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm,
-                       f.height_mm])
+    params = f.box
     win = _window(f, scene, _expand(_to_fit(params, False), False, tabs), pad_mm=8.0)
     if win is None:
         return
@@ -840,7 +844,7 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
     from scipy.spatial import cKDTree
 
     ppm = RECT_PX_PER_MM
-    grey = {}
+    grey, area = {}, {}
     for r in measure.regionprops(labels):
         if r.area < 10 * ppm * ppm:
             continue
@@ -852,8 +856,8 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray) -> np.ndarray:
         m[ys - r.bbox[0] + 1, xs - r.bbox[1] + 1] = 1
         edge = np.argwhere(m & ~cv2.erode(m, np.ones((3, 3), np.uint8)).astype(bool)) + [r.bbox[0] - 1, r.bbox[1] - 1]
         grey[r.label] = edge
+        area[r.label] = int(r.area)
     labels = labels.copy()
-    area = {i: int((labels == i).sum()) for i in grey}
     big = {i for i in grey if area[i] >= MIN_PIECE_AREA_MM2 * ppm * ppm}
     if big:
         trees = {i: cKDTree(grey[i]) for i in big}
@@ -962,14 +966,12 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
             raw = Polygon(f.raw_outline_mm).buffer(0)
             if raw.geom_type == "Polygon" and raw.area > 0.8 * poly.area:
                 poly = raw
-        params = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm,
-                           f.width_mm, f.height_mm])
+        params = f.box
         tabs = f.kind in ("short_wall", "long_wall")
-        if tabs:
-            # The outline so far took the tabs as part of the wall: start the body a tab shorter.
+        if tabs and len(f.outline_start) != 9:
+            # The outline so far took the tabs as part of the wall (unless it was already fitted with
+            # them): start the body a tab shorter.
             params[3] -= 2 * WALL_TAB[0] * params[4]
-            if len(f.outline_start) == 9:  # already fitted with its tabs
-                params[3] += 2 * WALL_TAB[0] * params[4]
         # Grey pieces are fitted again to the photo itself (_refine_by_appearance): once is enough.
         for _ in range(2 if f.kind == "keep" else 1):
             scale = params[3] / ln
@@ -1059,8 +1061,9 @@ def _debug_image(rect: np.ndarray, fits: list[PieceFit], nadir: np.ndarray, cam_
     for f in fits:
         if f.outline_mm is not None:
             cv2.polylines(out, [np.round(f.outline_mm * ppm).astype(np.int32)], True, (0, 200, 255), 1)
-        p = np.array([f.centre_mm[0], f.centre_mm[1], math.radians(f.angle_deg), f.length_mm, f.width_mm, 0.0])
-        base = np.asarray(_hull(p, nadir, cam_z).exterior.coords)
+        footprint = f.box
+        footprint[5] = 0.0
+        base = np.asarray(_hull(footprint, nadir, cam_z).exterior.coords)
         cv2.polylines(out, [np.round(base * ppm).astype(np.int32)], True, (0, 255, 0), 2)
         label = f"{f.kind} {f.length_mm:.1f}x{f.width_mm:.1f}" + (f" {f.colour}" if f.colour else "")
         cv2.putText(out, label, (int(f.centre_mm[0] * ppm) - 40, int(f.centre_mm[1] * ppm) - 30),
