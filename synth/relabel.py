@@ -24,23 +24,13 @@ import numpy as np
 def relabel_one(photo_json: Path, seed: int, index: int) -> bool:
     """Write the label image beside one photo; False when the rebuilt scene does not match its truth."""
     from scoring.generate import random_finished_castle
-    from synth import render
     from synth.batch import players_for
-    from synth.camera import fit_camera
-    from synth.conditions import draw_conditions
+    from synth.render import _label_image, photo_scene
 
     truth = json.loads(photo_json.read_text())
-    castle = random_finished_castle(seed, players_for(index))
-    cond = draw_conditions(seed, None)
-    rng = np.random.default_rng([seed, 0x5EED])  # as render.render_jpeg draws it
-    mi, _ = render.load_mitsuba()
-    layout = render.layout_castle(castle, cond, rng)
-    size = layout.castle_size_mm
-    target = layout.castle_centre + np.array([cond.target_offset[0] * size, cond.target_offset[1] * size, 0])
-    camera = fit_camera(layout.castle_points, target, truth["camera"]["width"], truth["camera"]["height"],
-                        cond.focal_mm, cond.elevation_deg, cond.azimuth_deg, cond.roll_deg, cond.margin)
-    scene, _ = render._build_scene(mi, layout, cond, camera, 1, rng)
-    labels = render._label_image(mi, scene, layout)
+    castle = random_finished_castle(seed, players_for(index))  # as synth.batch.synthesize drew it
+    ps = photo_scene(castle, seed, truth["camera"]["width"], truth["camera"]["height"], spp=1)
+    labels = _label_image(ps.mi, ps.scene, ps.layout)
     for p in truth["pieces"]:
         seen = int(np.count_nonzero(labels == p["mask_id"]))
         if abs(seen - p["visible_px"]) > 0.02 * p["visible_px"] + 5:

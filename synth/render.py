@@ -11,6 +11,7 @@ from __future__ import annotations
 import colorsys
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +311,36 @@ def _piece_truth(it: Item, index: int, camera: Camera, labels: np.ndarray) -> di
     return d
 
 
+@dataclass
+class PhotoScene:
+    """Everything one seed's photo is rendered from; `rng` goes on to develop the picture."""
+
+    mi: Any
+    variant: str
+    cond: Conditions
+    rng: np.random.Generator
+    layout: Layout
+    camera: Camera
+    scene: Any
+    table: dict[str, Any]
+
+
+def photo_scene(castle: Any, seed: int, width: int, height: int, spp: int,
+                overrides: dict[str, Any] | None = None) -> PhotoScene:
+    """The Mitsuba scene of photo `seed` of a castle (scoring.Castle): conditions, layout, camera and
+    lights all drawn from the seed, so the same seed always builds the same scene."""
+    cond = draw_conditions(int(seed), overrides)
+    rng = np.random.default_rng([int(seed), 0x5EED])
+    mi, variant = load_mitsuba()
+    layout = layout_castle(castle, cond, rng)
+    size = layout.castle_size_mm
+    target = layout.castle_centre + np.array([cond.target_offset[0] * size, cond.target_offset[1] * size, 0])
+    camera = fit_camera(layout.castle_points, target, width, height, cond.focal_mm, cond.elevation_deg,
+                        cond.azimuth_deg, cond.roll_deg, cond.margin)
+    scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
+    return PhotoScene(mi, variant, cond, rng, layout, camera, scene, table)
+
+
 def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 1200, spp: int = 16,
                 overrides: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any], np.ndarray]:
     """Render `castle` (scoring.Castle or castellan/1 dict) into a phone-like JPEG.
@@ -324,27 +355,19 @@ def render_jpeg(castle: Any, seed: int = 0, width: int = 1600, height: int = 120
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     castle = _as_castle(castle)
-    cond = draw_conditions(int(seed), overrides)
-    rng = np.random.default_rng([int(seed), 0x5EED])
-    mi, variant = load_mitsuba()
-    layout = layout_castle(castle, cond, rng)
-    size = layout.castle_size_mm
-    target = layout.castle_centre + np.array([cond.target_offset[0] * size, cond.target_offset[1] * size, 0])
-    camera = fit_camera(layout.castle_points, target, width, height, cond.focal_mm, cond.elevation_deg,
-                        cond.azimuth_deg, cond.roll_deg, cond.margin)
-    scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
+    ps = photo_scene(castle, seed, width, height, spp, overrides)
     timings["scene_s"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    linear = _render_linear(mi, scene, spp, int(seed) % (1 << 31))
+    linear = _render_linear(ps.mi, ps.scene, spp, int(seed) % (1 << 31))
     timings["render_s"] = time.perf_counter() - t1
-    labels = _label_image(mi, scene, layout)
+    labels = _label_image(ps.mi, ps.scene, ps.layout)
     t2 = time.perf_counter()
-    jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
-    if cond.exif_focal:
-        jpeg = with_phone_exif(jpeg, cond.focal_mm)
+    jpeg = encode_jpeg(develop(linear, ps.cond, ps.rng), ps.cond.jpeg_quality)
+    if ps.cond.exif_focal:
+        jpeg = with_phone_exif(jpeg, ps.cond.focal_mm)
     timings["develop_s"] = time.perf_counter() - t2
     timings["total_s"] = time.perf_counter() - t0
-    truth = _ground_truth(castle, layout, camera, cond, table, labels, int(seed), variant, spp, timings)
+    truth = _ground_truth(castle, ps.layout, ps.camera, ps.cond, ps.table, labels, int(seed), ps.variant, spp, timings)
     return jpeg, truth, labels
 
 

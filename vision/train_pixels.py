@@ -69,27 +69,30 @@ def augmented(bgr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, int], augment: bool = False
-            ) -> tuple[np.ndarray, np.ndarray]:
+def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled feature vectors of one photo and of an augmented copy of it (`per_class` each)."""
     truth = json.loads(photo.with_suffix(".json").read_text())
     decoded = decode_photo(photo.read_bytes(), max_side=1280)
-    bgr = augmented(decoded.bgr, rng) if augment else decoded.bgr
-    feats, s = learned_features(colour_layers(bgr))
     mask_path = photo.with_name(photo.stem + "_mask.png")
     item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED) if mask_path.exists() else None
-    labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)
-    # Half the "other" samples come from near the castle (shadows, courtyards): the hard ones.
-    near = cv2.dilate((labels > 0).astype(np.uint8), np.ones((31, 31), np.uint8)) > 0
+    labels = near = None
     xs, ys = [], []
-    for cls, n in enumerate(per_class):
-        pools = [(labels == cls) & near, labels == cls] if cls == 0 else [labels == cls]
-        for pool in pools:
-            idx = np.flatnonzero(pool)
-            if len(idx) == 0:
-                continue
-            pick = rng.choice(idx, min(len(idx), n // len(pools)), replace=False)
-            xs.append(feats.reshape(-1, feats.shape[2])[pick])
-            ys.append(np.full(len(pick), cls, np.int8))
+    for augment in (False, True):
+        bgr = augmented(decoded.bgr, rng) if augment else decoded.bgr
+        feats, s = learned_features(colour_layers(bgr))
+        if labels is None:  # the same for the copy: it is the same photo, size and all
+            labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)
+            # Half the "other" samples come from near the castle (shadows, courtyards): the hard ones.
+            near = cv2.dilate((labels > 0).astype(np.uint8), np.ones((31, 31), np.uint8)) > 0
+        for cls, n in enumerate(per_class):
+            pools = [(labels == cls) & near, labels == cls] if cls == 0 else [labels == cls]
+            for pool in pools:
+                idx = np.flatnonzero(pool)
+                if len(idx) == 0:
+                    continue
+                pick = rng.choice(idx, min(len(idx), n // len(pools)), replace=False)
+                xs.append(feats.reshape(-1, feats.shape[2])[pick])
+                ys.append(np.full(len(pick), cls, np.int8))
     return np.concatenate(xs), np.concatenate(ys)
 
 
@@ -108,10 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     X, y = [], []
     for i, p in enumerate(photos):
-        for augment in (False, True):
-            a, b = samples(p, rng, tuple(args.per_class), augment)
-            X.append(a)
-            y.append(b)
+        a, b = samples(p, rng, tuple(args.per_class))
+        X.append(a)
+        y.append(b)
         print(f"{i + 1}/{len(photos)} {p.name}: {np.bincount(b, minlength=3).tolist()}", file=sys.stderr, flush=True)
     X, y = np.concatenate(X), np.concatenate(y)
     mean, scale = X.mean(axis=0), X.std(axis=0) + 1e-6
