@@ -106,8 +106,12 @@ def _pieces_scene(rng: np.random.Generator):
     s = {k: rng.uniform(0.85, 1.15) for k in ("tower", "wall", "keep")}
     hs = rng.uniform(0.85, 1.15)
     spots = [(60, 60), (150, 70), (100, 140), (50, 222), (92, 232), (140, 215), (172, 160)]
-    sizes = {"tower": (22 * s["tower"], 22 * s["tower"], 42 * hs), "short_wall": (32 * s["wall"], 9 * s["wall"], 30 * hs),
-             "long_wall": (86 * s["wall"], 9 * s["wall"], 30 * hs), "keep": (16 * s["keep"], 16 * s["keep"], 22 * hs)}
+    # Tower and walls at their own scales, but as one set: a long wall is two short walls and a tower
+    # long (rules.md G3), which calibration.pieces checks.
+    short = 32 * s["wall"]
+    sizes = {"tower": (22 * s["tower"], 22 * s["tower"], 42 * hs), "short_wall": (short, 9 * s["wall"], 30 * hs),
+             "long_wall": (2 * short + 22 * s["tower"], 9 * s["wall"], 30 * hs),
+             "keep": (16 * s["keep"], 16 * s["keep"], 22 * hs)}
     kinds = ["tower", "short_wall", "long_wall", "keep", "keep", "keep", "keep"]
     base_angle = [30, 120, 35, 20, 60, 110, 150]
     boxes = []
@@ -174,8 +178,12 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     result: dict = {"with_profile": [], "without_profile": [], "failures": []}
     if seed is None:
         seed = 200 if even_light else 100
+    from synth.calibration_scene import SCENE_VERSION
+
     for i in range(photos):
-        jpg, meta = cache / f"calib_{seed + i:04d}.jpg", cache / f"calib_{seed + i:04d}.json"
+        # Named by the scene's version too: a render of an older scene is not reused.
+        stem = f"calib_v{SCENE_VERSION}_{seed + i:04d}"
+        jpg, meta = cache / f"{stem}.jpg", cache / f"{stem}.json"
         if not (jpg.exists() and meta.exists()):
             from synth.calibration_scene import render_calibration_jpeg
 
@@ -211,14 +219,22 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
         heights = [e[k][2] for e in rows for k in e if e[k][2] is not None]
         within = sum(abs(v) <= 1.0 for v in lengths + widths) / len(lengths + widths) * 100
         per_kind = "; ".join(f"{k} max |err| {max(max(abs(e[k][0]), abs(e[k][1])) for e in rows):.2f}" for k in rows[0])
+        # A size more than twice the 1 mm aim off, written to a profile instead of refused.
+        wrong = [f"{k} {'length' if i == 0 else 'width'} {e[k][i]:+.1f}" for e in rows for k in e for i in (0, 1)
+                 if abs(e[k][i]) > WRONG_SIZE_MM]
+        result[f"{key}_wrong_sizes_passed"] = wrong
         lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
                      + (f"height error mm {_stats(heights)}; " if heights else "")
-                     + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}")
+                     + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}; "
+                     + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else ""))
     if result["failures"]:
         lines.append("not measured: " + "; ".join(result["failures"]))
     result["summary"] = "\n".join(lines)
     return result
 
+
+# A measured size this far off counts as wrong (twice the 1 mm that calibrate pieces aims at).
+WRONG_SIZE_MM = 2.0
 
 NOMINAL_PIECE_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0), "long_wall": (86.0, 9.0, 30.0),
                     "keep": (16.0, 16.0, 22.0)}

@@ -3,8 +3,11 @@
     jpeg, truth = render_calibration_jpeg(seed=3, width=1280, height=960, spp=8)
 
 One tower, one short wall, one long wall and one keep of each colour stand on the printed mat at
-random turns, each kind at its own random scale (0.85..1.15 of the spec size, so a measurement cannot
-lean on the sizes' ratios), photographed from 55 to 85 degrees up with the whole mat in view. The light,
+random turns, photographed from 55 to 85 degrees up with the whole mat in view. The set is drawn as a
+real set can be (pieces-and-photos.md): its size 0.85..1.15 of the spec's, the tower and the walls'
+section each a further 0.93..1.07 of that (the spec's millimetres are estimates), the keeps at their own
+scale; but the walls' lengths always obey G3 (rules.md: a short wall spans one lattice step between
+tower faces, a long wall two, so long = 2 x short + tower), the one proportion that is certain. The light,
 table, keep hues, exposure, noise and JPEG are drawn as for a castle photo (synth.conditions).
 `truth["pieces"]` gives every piece's kind, colour and rendered size (length, width, height in mm).
 """
@@ -31,13 +34,32 @@ KINDS = ("tower", "short_wall", "long_wall") + ("keep",) * len(KEEP_COLOURS)
 MAT_THICKNESS_MM = 0.15
 
 
-def _mesh(kind: str, scale: float) -> tuple[g.Mesh, tuple[float, float, float]]:
+# Version of the scene drawn here: benchmarks cache renders by seed and must not mix versions
+# (1: each kind at its own scale, so sets broke G3; 2: sets obey G3).
+SCENE_VERSION = 2
+
+
+def _set_scales(rng: np.random.Generator) -> dict[str, float]:
+    """Scales of one set: its lattice pitch (the set's size), the tower and the walls' section
+    (thickness, height, merlons, tabs) near it, the keeps on their own."""
+    pitch, tower, wall, keep = (float(v) for v in rng.uniform(0.85, 1.15, 4))
+    # Map the 2nd and 3rd draws from 0.85..1.15 onto 0.93..1.07 of the set's pitch scale.
+    return {"pitch": pitch, "tower": pitch * (1.0 + (tower - 1.0) * 0.07 / 0.15),
+            "wall": pitch * (1.0 + (wall - 1.0) * 0.07 / 0.15), "keep": keep}
+
+
+def _mesh(kind: str, scales: dict[str, float]) -> tuple[g.Mesh, tuple[float, float, float]]:
     if kind == "tower":
-        return g.tower(scale), (g.TOWER_SIDE * scale, g.TOWER_SIDE * scale, g.TOWER_HEIGHT * scale)
+        s = scales["tower"]
+        return g.tower(s), (g.TOWER_SIDE * s, g.TOWER_SIDE * s, g.TOWER_HEIGHT * s)
     if kind == "keep":
-        return g.keep(scale), (g.KEEP_SIDE * scale, g.KEEP_SIDE * scale, g.KEEP_HEIGHT * scale)
-    length = (g.PITCH - g.TOWER_SIDE if kind == "short_wall" else 2 * g.PITCH - g.TOWER_SIDE) * scale
-    return g.wall(length, scale), (length, g.WALL_THICK * scale, g.WALL_HEIGHT * scale)
+        s = scales["keep"]
+        return g.keep(s), (g.KEEP_SIDE * s, g.KEEP_SIDE * s, g.KEEP_HEIGHT * s)
+    # G3: from tower face to tower face, one or two lattice steps less a tower.
+    steps = 1 if kind == "short_wall" else 2
+    length = steps * g.PITCH * scales["pitch"] - g.TOWER_SIDE * scales["tower"]
+    s = scales["wall"]
+    return g.wall(length, s), (length, g.WALL_THICK * s, g.WALL_HEIGHT * s)
 
 
 def calibration_layout(rng: np.random.Generator, paper: str = "a4", mat_yaw_deg: float | None = None) -> Layout:
@@ -55,11 +77,11 @@ def calibration_layout(rng: np.random.Generator, paper: str = "a4", mat_yaw_deg:
         return (np.array([x - w / 2, h / 2 - y, MAT_THICKNESS_MM, 1.0]) @ mat_pose.T)[:3]
 
     mat_yaw = float(np.degrees(np.arctan2(mat_pose[1, 0], mat_pose[0, 0])))
-    scale = {k: float(rng.uniform(0.85, 1.15)) for k in ("tower", "short_wall", "long_wall", "keep")}
+    scales = _set_scales(rng)
     # The A4 spots scaled to the sheet, so letter and A3 work too.
     sx, sy = w / 210.0, h / 297.0
     for i, (kind, (x, y), turn) in enumerate(zip(KINDS, SPOTS_MM, BASE_TURN_DEG)):
-        mesh, size = _mesh(kind, scale[kind])
+        mesh, size = _mesh(kind, scales)
         centre = on_mat(x * sx, y * sy)
         pose = g.pose(float(centre[0]), float(centre[1]), mat_yaw + turn + float(rng.uniform(-15, 15)), MAT_THICKNESS_MM)
         info: dict[str, Any] = {}
@@ -103,7 +125,7 @@ def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960,
     jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
     pieces = [{"id": it.name, "kind": it.kind, **it.info, "size_mm": [round(v, 3) for v in it.box_size],
                "world_mm": np.round(it.pose[:3, 3], 3).tolist()} for it in layout.items if not it.clutter]
-    truth = {"format": "castellan-synth-calibration/1", "camera": camera.to_json(), "pieces": pieces,
+    truth = {"format": "castellan-synth-calibration/1", "scene_version": SCENE_VERSION, "camera": camera.to_json(), "pieces": pieces,
              "mat": layout.mat, "table": table, "conditions": cond.to_json(), "seed": int(seed),
              "renderer": {"engine": "mitsuba3", "variant": variant, "spp": spp,
                           "total_s": round(time.perf_counter() - t0, 2)}}

@@ -21,16 +21,17 @@ GREY = (140, 140, 145)
 KEEP_BGR = {"red": (40, 40, 200), "blue": (200, 90, 30), "yellow": (30, 200, 230), "green": (60, 170, 50)}
 
 
-def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True):
-    """A set whose pieces are `scale` times the spec's, turned at various angles on an A4 mat."""
+def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True, long_wall=(86.0, 9.0)):
+    """A set whose pieces are `scale` times the spec's, turned at various angles on an A4 mat
+    (`long_wall`: its length and thickness before scaling, to make a set that is not one)."""
     s = scale
     boxes = [(box_corners(60, 60, 22 * s, 22 * s, 30), 42 * s, GREY)]
     truth = {"tower": (22 * s, 22 * s), "keep": (16 * s, 16 * s)}
     if walls:
         # With their end tabs: the length measured is the body's, tower face to tower face.
         boxes += wall_boxes(150, 70, 32 * s, 9 * s, 30 * s, 120, GREY, 22 * s)
-        boxes += wall_boxes(100, 140, 86 * s, 9 * s, 30 * s, 35, GREY, 22 * s)
-        truth.update(short_wall=(32 * s, 9 * s), long_wall=(86 * s, 9 * s))
+        boxes += wall_boxes(100, 140, long_wall[0] * s, long_wall[1] * s, 30 * s, 35, GREY, 22 * s)
+        truth.update(short_wall=(32 * s, 9 * s), long_wall=(long_wall[0] * s, long_wall[1] * s))
     spots = [(50, 220, 20), (90, 232, 60), (140, 215, 110), (172, 160, 150)]
     for name, (x, y, a) in zip(keeps, spots):
         boxes.append((box_corners(x, y, 16 * s, 16 * s, a), 22 * s, KEEP_BGR[name]))
@@ -121,3 +122,63 @@ def test_calibrate_pieces_command_adds_pieces_and_colours_to_a_profile(tmp_path:
     bad.write_text(json.dumps({"format": FORMAT, "camera": {"focal_px": [1, 1]}}))
     assert main(["calibrate", "pieces", str(photo), "-o", str(profile), "--profile", str(bad)]) == 2
     assert "camera.image_size is missing" in capsys.readouterr().err
+
+
+def test_pieces_that_cannot_be_one_set_are_refused():
+    # Each piece is measured right, but a 70 mm "long wall" with a 22 mm tower and 32 mm short wall
+    # breaks G3 (a long wall is two short walls and a tower: 86 mm). From a real set that means one
+    # of the sizes is wrong, so no profile is written; the message says which rule and what to do.
+    boxes, _ = _scene(1.0, long_wall=(70.0, 9.0))
+    with pytest.raises(PieceMeasureError, match=r"do not make one set.*70\.\d mm.*8[5-7]\.\d mm.*light the mat evenly"):
+        measure_pieces(_photo(boxes, 65, 200, 440), camera=CAMERA)
+
+
+def test_walls_of_different_thickness_are_refused():
+    # Short and long walls are one moulding: a long wall measured 6 mm thick beside a 9 mm short
+    # wall means a side was not seen (a dark side on black ink), not a thinner wall.
+    boxes, _ = _scene(1.0, long_wall=(86.0, 6.0))
+    with pytest.raises(PieceMeasureError, match="thick.*one moulding"):
+        measure_pieces(_photo(boxes, 65, 200, 440), camera=CAMERA)
+
+
+def _regions(shape_mm, rects, ppm=4.0):
+    """Labels of axis-aligned rectangles (x0, y0, x1, y1 in mm), numbered from 1."""
+    labels = np.zeros((int(shape_mm[1] * ppm), int(shape_mm[0] * ppm)), np.int32)
+    for i, (x0, y0, x1, y1) in enumerate(rects, start=1):
+        labels[int(y0 * ppm):int(y1 * ppm), int(x0 * ppm):int(x1 * ppm)] = i
+    return labels
+
+
+def test_shadows_do_not_make_pieces_standing_apart_join():
+    # Three grey pieces 8 mm apart and two keeps' shadows (grey, no solid "surely piece" pixels)
+    # far from them. Counted as grey regions, the shadows made more than three, and the pieces
+    # nearest each other were joined into one ("found 2 grey pieces").
+    from calibration.pieces import _join_grey_parts
+
+    pieces = [(10, 10, 34, 34), (42, 10, 76, 19), (42, 27, 128, 36)]
+    shadows = [(20, 150, 35, 160), (100, 150, 115, 160)]
+    labels = _regions((150, 180), pieces + shadows)
+    solid_sure = np.zeros(labels.shape, bool)
+    for i in range(1, 4):
+        solid_sure |= labels == i  # the pieces cover black ink: surely piece
+    joined = _join_grey_parts(labels, np.zeros(labels.shape), solid_sure)
+    assert len({int(joined[int(y0 * 4) + 1, int(x0 * 4) + 1]) for x0, y0, _, _ in pieces}) == 3
+
+
+def test_a_shadow_is_told_from_a_piece_by_solid_sure_pixels():
+    # A shadow crossing the squares' edges leaves pixel-wide lines of "sure" pixels; a piece mostly
+    # on white (a short wall) still covers a solid patch of black ink. The share of sure pixels
+    # does not tell them apart (the short wall that was dropped had 18 %).
+    import cv2 as _cv2
+    from calibration.pieces import _is_shadow
+
+    ppm = 4
+    region = np.ones((int(30 * ppm), int(30 * ppm)), bool)
+    lines = np.zeros_like(region)
+    lines[::12, :] = True  # a pixel-wide line every 3 mm
+    opened = _cv2.morphologyEx(lines.astype(np.uint8), _cv2.MORPH_OPEN,
+                               _cv2.getStructuringElement(_cv2.MORPH_ELLIPSE, (5, 5))) > 0
+    assert _is_shadow(opened[region])
+    patch = np.zeros_like(region)
+    patch[:int(6 * ppm), :int(6 * ppm)] = True  # 36 mm2 of a 900 mm2 region: 4 %
+    assert not _is_shadow(patch[region])
