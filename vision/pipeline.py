@@ -272,6 +272,52 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     return notes
 
 
+def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.35) -> list[dict]:
+    """Short walls that stop at a free end where the other half of a long wall was barely missed
+    are read as long walls.
+
+    The far half of a long wall is often seen worse than the near one (thinner where it crosses the
+    table's pattern, in its neighbour's shadow), and alone it explains few pixels. A wall may end free
+    (G4), so the photo and the piece counts decide: the half is taken where a tower stands beyond it
+    and the photo rules out a tower at the free end more clearly than the missing half; and, weakest
+    first, as long as the reading has more short walls and fewer long walls than the boxes in play hold.
+    The half is never taken where it would join another wall without a tower (G1).
+    """
+    active, margin = fit.decision.active, fit.decision.margin
+    index = {(el.kind, el.key): i for i, el in enumerate(fit.elements)}
+    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    ends = _wall_ends(fit)
+    with_tower, free = [], []
+    for end, dirs in ends.items():
+        if end in towers or len(dirs) != 1:
+            continue
+        (x, y), (dx, dy) = end, dirs[0]
+        start, far = (x + dx, y + dy), (x - dx, y - dy)
+        half = index.get(("edge", tuple(sorted([end, far]))))
+        if half is None or start not in towers or margin[half] > max_doubt:
+            continue
+        tower = index.get(("tower", end))
+        if far in towers:
+            if tower is None or margin[tower] > margin[half]:
+                with_tower.append((float(margin[half]), half, end, far))
+        elif far not in ends:
+            free.append((float(margin[half]), half, end, far))
+    castle, _ = build_castle(fit, keeps)
+    n_long = sum(w.length == 2 for w in castle.walls)
+    spare = min(len(castle.walls) - n_long - SHORT_WALLS_PER_SET * castle.sets_in_play,
+                LONG_WALLS_PER_SET * castle.sets_in_play - n_long)
+    taken, notes = set(), []
+    for _, half, end, far in with_tower + sorted(free)[:max(spare, 0)]:
+        if far in taken and far not in towers:  # two free halves meeting would join wall to wall
+            continue
+        taken.add(far)
+        active[half] = True
+        notes.append({"rule": "G3", "severity": "notice",
+                      "message": f"the wall stopping at {list(end)} was read as a long wall on to {list(far)}, "
+                                 "although the photo barely shows that half"})
+    return notes
+
+
 def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     """No more towers than the boxes in play hold (the rules' components): the weakest surplus towers
     standing in the middle of a straight run of two walls are read as a long wall's middle instead.
@@ -350,10 +396,12 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
 
     Only pieces whose image evidence is weak (|margin| < PIECE_MARGIN) may be flipped, one or two at a
     time, and only when that removes rule problems (G1-G6, piece counts), after the Double Keeps are
-    chosen per colour (C5), towers added where walls meet (G1) and surplus towers in straight runs
+    chosen per colour (C5), long walls completed where half of one stops at no tower (G1), towers added
+    where walls meet (G1) and surplus towers in straight runs
     removed (the boxes' piece counts). The confidence still counts these pieces as uncertain.
     """
     notes = choose_double_keeps(keeps)
+    notes += complete_long_walls(fit, keeps)
     notes += add_required_towers(fit)
     notes += remove_excess_towers(fit, keeps)
     castle, _ = build_castle(fit, keeps)

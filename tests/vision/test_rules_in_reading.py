@@ -32,6 +32,63 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
 
 
+def _fit_with_edges(towers: dict, edges: dict) -> Fit:
+    """towers: lattice point -> (active, margin); edges: unit wall -> (active, margin)."""
+    elements = [Element("tower", p) for p in towers] + [Element("edge", e) for e in edges]
+    decided = list(towers.values()) + list(edges.values())
+    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements,
+               decision=Decision(np.array([a for a, _ in decided]), np.array([m for _, m in decided]), 0.0), sites=[])
+
+
+def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # Towers at (0,0) and (2,0); the wall (0,0)-(1,0) is seen, its other half barely missed, and the
+    # photo rules out a tower at (1,0) more clearly: one long wall.
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.5), (2, 0): (True, 0.9)}
+    fit = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.1)})
+    notes = complete_long_walls(fit, [])
+    castle, _ = build_castle(fit, [])
+    assert [w.length for w in castle.walls] == [2]
+    assert [n["rule"] for n in notes] == ["G3"] and "[1, 0]" in notes[0]["message"]
+
+
+def test_walls_stopping_free_are_completed_only_while_short_walls_outnumber_the_boxes():
+    from scoring.castle import SHORT_WALLS_PER_SET
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # One box (no keeps: one set) holds SHORT_WALLS_PER_SET short walls; the reading has two more, two
+    # of them stopping free at (1, y) with the half on to (2, y) barely missed (the weaker at y=0).
+    rows = SHORT_WALLS_PER_SET + 2
+    towers = {(0, y): (True, 0.9) for y in range(rows)}
+    edges = {((0, y), (1, y)): (True, 0.6) for y in range(rows)}
+    edges[((1, 0), (2, 0))] = (False, 0.05)
+    edges[((1, 1), (2, 1))] = (False, 0.2)
+    edges[((1, 2), (2, 2))] = (False, 0.1)
+    fit = _fit_with_edges(towers, edges)
+    notes = complete_long_walls(fit, [])
+    castle, _ = build_castle(fit, [])
+    assert sorted((w.a, w.b) for w in castle.walls if w.length == 2) == [((0, 0), (2, 0)), ((0, 2), (2, 2))]
+    assert len(notes) == 2
+    exact = _fit_with_edges({(0, y): (True, 0.9) for y in range(3)},
+                            {**{((0, y), (1, y)): (True, 0.6) for y in range(3)}, ((1, 0), (2, 0)): (False, 0.05)})
+    assert complete_long_walls(exact, []) == [] and not exact.decision.active[-1]
+
+
+def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_the_half_out():
+    from vision.pipeline import complete_long_walls
+
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.5), (2, 0): (False, 0.9)}
+    no_tower_beyond = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.1)})
+    assert complete_long_walls(no_tower_beyond, []) == [] and not no_tower_beyond.decision.active[-1]
+    towers[(2, 0)] = (True, 0.9)
+    ruled_out = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.8)})
+    assert complete_long_walls(ruled_out, []) == [] and not ruled_out.decision.active[-1]
+    towers[(1, 0)] = (False, 0.05)  # a tower there is the likelier reading: a short wall, for G1 to settle
+    tower_likelier = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.1)})
+    assert complete_long_walls(tower_likelier, []) == [] and not tower_likelier.decision.active[-1]
+
+
 def _keep(conf: float, stacked: float):
     from vision.keeps import FoundKeep
 
