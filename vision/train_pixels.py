@@ -1,6 +1,9 @@
 """Train the pixel model (vision/pixels.py) on rendered photos with ground truth.
 
-    python -m vision.train_pixels out/fresh --first 0 --count 150 [--out vision/pixel_model.npz]
+    python -m vision.train_pixels out/fresh:0:150 out/holdout [--out vision/pixel_model.npz]
+
+Each folder may carry a slice, DIR:FIRST:COUNT (photos in name order), to keep photos that measure the
+model out of its training.
 
 Labels come from the renders' truth: the per-pixel item labels that `castellan synth` writes beside
 each photo (PHOTO_mask.png), or without them every piece's outline. Pixels on the border between two
@@ -96,18 +99,29 @@ def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, in
     return np.concatenate(xs), np.concatenate(ys)
 
 
+def training_photos(spec: str) -> list[Path]:
+    """The photos with ground truth that DIR[:FIRST:COUNT] names, in name order."""
+    folder, _, part = spec.partition(":")
+    photos = sorted(p for p in Path(folder).glob("*.jpg") if p.with_suffix(".json").exists())
+    if not part:
+        return photos
+    try:
+        first, count = (int(x) for x in part.split(":"))
+    except ValueError:
+        raise SystemExit(f"{spec}: expected DIR or DIR:FIRST:COUNT, e.g. out/fresh:0:150") from None
+    return photos[first:first + count]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path)
-    ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--count", type=int, default=150)
+    ap.add_argument("folders", nargs="+", metavar="DIR[:FIRST:COUNT]")
     ap.add_argument("--per-class", type=int, nargs=3, default=(1500, 1000, 400))
     ap.add_argument("--hidden", type=int, nargs="+", default=(32, 32))
     ap.add_argument("--out", type=Path, default=MODEL_PATH)
     args = ap.parse_args(argv)
     from sklearn.neural_network import MLPClassifier
 
-    photos = sorted(p for p in args.folder.glob("*.jpg") if p.with_suffix(".json").exists())[args.first:args.first + args.count]
+    photos = [p for spec in args.folders for p in training_photos(spec)]
     rng = np.random.default_rng(0)
     X, y = [], []
     for i, p in enumerate(photos):

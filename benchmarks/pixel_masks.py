@@ -1,0 +1,80 @@
+"""Measure the pixel model (vision/pixels.py) against the renders' per-pixel truth.
+
+    python -m benchmarks.pixel_masks DIR[:FIRST:COUNT] ... [--model vision/pixel_model.npz] [--json out.json]
+
+Per photo, the model's grey and keep masks (probability above 0.5, at the model's 640 px) are compared
+with the renderer's item masks (the same labels vision.train_pixels learns from; pixels on a border
+between classes and the calibration mat's paper are left out). Prints grey and keep precision/recall
+per table and overall, pooled over pixels. This is the stage measure for choosing a model; the
+end-to-end benchmark (benchmarks.vision_benchmark) says what a model does to the scores.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from vision.decode import decode_photo
+from vision.masks import colour_layers, learned_features
+from vision.pixels import MODEL_PATH, class_probabilities, load_model
+from vision.train_pixels import training_photos, truth_labels
+
+
+def confusion(photo: Path, model_path: Path) -> dict:
+    """Pixel counts of true/predicted grey and keep on one photo (needs its PHOTO_mask.png)."""
+    truth = json.loads(photo.with_suffix(".json").read_text())
+    item_labels = cv2.imread(str(photo.with_name(photo.stem + "_mask.png")), cv2.IMREAD_UNCHANGED)
+    if item_labels is None:
+        return {"photo": photo.name, "skipped": f"no {photo.stem}_mask.png beside it (python -m synth.relabel makes it)"}
+    decoded = decode_photo(photo.read_bytes(), max_side=1280)
+    feats, s = learned_features(colour_layers(decoded.bgr))
+    probs = class_probabilities(feats, load_model(model_path))
+    labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)
+    known = labels >= 0
+    counts = {}
+    for cls, name in ((1, "grey"), (2, "keep")):
+        pred, true = (probs[:, :, cls] > 0.5) & known, labels == cls
+        counts[name] = [int((pred & true).sum()), int(pred.sum()), int(true.sum())]
+    return {"photo": photo.name, "table": truth.get("conditions", {}).get("table_kind", "?"), **counts}
+
+
+def precision_recall(rows: list[dict], name: str) -> tuple[float, float]:
+    hit, pred, true = (sum(r[name][i] for r in rows) for i in range(3))
+    return hit / max(pred, 1), hit / max(true, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="+", metavar="DIR[:FIRST:COUNT]")
+    ap.add_argument("--model", type=Path, default=MODEL_PATH)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    photos = [p for spec in args.folders for p in training_photos(spec)]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(confusion, photos, [args.model] * len(photos)))
+    for r in rows:
+        if "skipped" in r:
+            print(f"skipped {r['photo']}: {r['skipped']}")
+    rows = [r for r in rows if "skipped" not in r]
+    by_table = defaultdict(list)
+    for r in rows:
+        by_table[r["table"]].append(r)
+    print(f"{'table':<12}{'photos':>7}{'grey P':>8}{'grey R':>8}{'keep P':>8}{'keep R':>8}")
+    summary = {}
+    for table, group in sorted(by_table.items()) + [("all", rows)]:
+        (gp, gr), (kp, kr) = precision_recall(group, "grey"), precision_recall(group, "keep")
+        summary[table] = {"photos": len(group), "grey_precision": gp, "grey_recall": gr, "keep_precision": kp, "keep_recall": kr}
+        print(f"{table:<12}{len(group):>7}{gp:>8.3f}{gr:>8.3f}{kp:>8.3f}{kr:>8.3f}")
+    if args.json:
+        args.json.write_text(json.dumps({"model": str(args.model), "photos": args.folders, "summary": summary, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
