@@ -40,6 +40,8 @@ WORKING_SIDE = 1280
 PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
 NO_CASTLE = "no castle found in the photo: photograph the castle from above so that it fills most of the picture"
 PIECE_MARGIN = 0.1
+UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short of its boxes: likely a misread
+NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
 
@@ -554,6 +556,12 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         counts_exact = not any(x.rule == "components" for x in score.findings)
         if not violations and counts_exact:
             f["pieces"] = max(f["pieces"], 0.85)
+        elif not violations and f["pieces"] < 1.0 and 0 < _unused_pieces(score.castle) <= NEARLY_FINISHED * \
+                _box_pieces(score.castle):
+            # And a castle a few pieces short of its boxes, some of them seen weakly, was likelier
+            # misread than left unfinished. (A castle with many pieces left over is a game in play, e.g.
+            # a judge's photo during a turn: its piece count says nothing.)
+            f["pieces"] *= UNUSED_PIECES_DOUBT
     conf = float(np.prod(list(f.values())))
     refusal = None
     if conf < CONFIDENCE_THRESHOLD:
@@ -567,6 +575,15 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
             "rules": "the reading breaks the rules (see findings), so a piece was probably misread: take the photo again from higher up",
         }[worst]
     return Assessment(conf, refusal, f, findings)
+
+
+def _box_pieces(castle) -> int:
+    return (TOWERS_PER_SET + SHORT_WALLS_PER_SET + LONG_WALLS_PER_SET) * castle.sets_in_play
+
+
+def _unused_pieces(castle) -> int:
+    """Grey pieces of the boxes in play that the castle does not use (0 when it uses more)."""
+    return max(0, _box_pieces(castle) - len(castle.towers) - len(castle.walls))
 
 
 def _debug_write(debug_dir: str | None, name: str, img: np.ndarray) -> None:
