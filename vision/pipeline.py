@@ -399,9 +399,9 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
 
     Only pieces whose image evidence is weak (|margin| < PIECE_MARGIN) may be flipped, one or two at a
     time, and only when that removes rule problems (G1-G6, piece counts), after the Double Keeps are
-    chosen per colour (C5), long walls completed where half of one stops at no tower (G1), towers added
-    where walls meet (G1) and surplus towers in straight runs
-    removed (the boxes' piece counts). The confidence still counts these pieces as uncertain.
+    chosen per colour (C5), short walls stopping free completed to long walls where the photo or the
+    piece counts say so, towers added where walls meet (G1) and surplus towers in straight runs removed
+    (the boxes' piece counts). The confidence still counts these pieces as uncertain.
     """
     notes = choose_double_keeps(keeps)
     notes += complete_long_walls(fit, keeps)
