@@ -22,15 +22,16 @@ import numpy as np
 from vision.decode import decode_photo
 from vision.masks import colour_layers, learned_features
 from vision.pixels import MODEL_PATH, class_probabilities, load_model
-from vision.train_pixels import training_photos, truth_labels
+from vision.train_pixels import item_mask_path, training_photos, truth_labels
 
 
 def confusion(photo: Path, model_path: Path) -> dict:
     """Pixel counts of true/predicted grey and keep on one photo (needs its PHOTO_mask.png)."""
     truth = json.loads(photo.with_suffix(".json").read_text())
-    item_labels = cv2.imread(str(photo.with_name(photo.stem + "_mask.png")), cv2.IMREAD_UNCHANGED)
-    if item_labels is None:
-        return {"photo": photo.name, "skipped": f"no {photo.stem}_mask.png beside it (python -m synth.relabel makes it)"}
+    mask_path = item_mask_path(photo)
+    if not mask_path.exists():
+        return {"photo": photo.name, "skipped": f"no {mask_path.name} beside it (python -m synth.relabel makes it)"}
+    item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED)
     decoded = decode_photo(photo.read_bytes(), max_side=1280)
     feats, s = learned_features(colour_layers(decoded.bgr))
     probs = class_probabilities(feats, load_model(model_path))

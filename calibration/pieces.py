@@ -101,7 +101,6 @@ class PieceFit:
     outline_start: np.ndarray | None = None  # the box fitted to the outline alone
     label: int = 0  # its region in the rectified photo's labels
     deep_shadow: float = 0.0  # share of the white paper around it darker than half the paper's white
-    misfit: float | None = None  # how badly its appearance fit explains the photo on and near it (0..1)
 
     @property
     def box(self) -> np.ndarray:
@@ -456,7 +455,6 @@ def _deep_share(dist: np.ndarray, norm: np.ndarray, t: np.ndarray) -> float:
 class _Appearance:
     """One grey piece's appearance fit: the photo around it and the cost of a box there."""
     cost: Callable[[np.ndarray], float]  # of fit parameters (_to_fit): misfit plus a weak height prior
-    misfit: Callable[[np.ndarray], float]  # mean misfit (0..1) of the pixels on and within 2 mm of the piece
     square: bool
     tabs: bool
     pts: np.ndarray
@@ -519,11 +517,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         prior = 4.0 * ((q[hi_] - hn * scale) / (0.2 * hn * scale)) ** 2
         return float(per_pixel(q).sum() + prior)
 
-    def misfit(q):
-        near = _model_distance(pts, _expand(q, square, tabs), scene.nadir, scene.cam_z) < 2.0
-        return float(per_pixel(q)[near].mean()) if near.any() else 1.0
-
-    return _Appearance(cost, misfit, square, tabs, pts, norm, t)
+    return _Appearance(cost, square, tabs, pts, norm, t)
 
 
 def _appearance_search(model: _Appearance, starts: list[np.ndarray]):
@@ -570,7 +564,6 @@ def _apply_appearance(f: PieceFit, model: _Appearance, x: np.ndarray) -> None:
     f.centre_mm = (float(q[0]), float(q[1]))
     f.angle_deg = math.degrees(q[2]) % 180
     f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
-    f.misfit = model.misfit(x)
 
 
 def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
@@ -1061,42 +1054,41 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> No
     the other two give it, and that fit is kept only if it explains the photo better (a lower
     appearance cost on the same pixels). The appearance fit can settle in a local minimum (a merlon
     short or long, a dark end on black ink taken for plastic); the photo, not the rule, decides."""
-    # One round (each piece tried once, the best gain kept): it costs a few appearance fits.
-    for _ in range(1):
-        if abs(_g3_gap(fits)) <= G3_TOLERANCE_MM:
-            return
-        tower, short, long_ = _grey_by_kind(fits)
-        implied = {"long_wall": 2 * short.length_mm + tower.length_mm,
-                   "short_wall": (long_.length_mm - tower.length_mm) / 2,
-                   "tower": long_.length_mm - 2 * short.length_mm}
-        gains = []
-        for f in (long_, short, tower):
-            target = implied[f.kind]
-            if not 0.5 * f.length_mm < target < 2.0 * f.length_mm:
-                continue
-            model = _appearance(f, scene, pad_mm=8.0 + abs(target - f.length_mm))
-            if model is None:
-                continue
-            now = _to_fit(f.box, model.square)
-            starts = [_proportional_start(now, f.kind, target)]
-            if model.tabs:
-                # A wall mis-measured at one end: keep the other end where it is.
-                axis = np.array([math.cos(now[2]), math.sin(now[2])])
-                for sign in (-1.0, 1.0):
-                    q = starts[0].copy()
-                    q[:2] += sign * axis * (target - now[3]) / 2
-                    starts.append(q)
-            best = _appearance_search(model, starts)
-            before = model.cost(now)
-            if best.fun < before:
-                gains.append((before - best.fun, f, model, best.x))
-        if not gains:
-            return
-        _, f, model, x = max(gains, key=lambda g: g[0])
-        old = f.length_mm
-        _apply_appearance(f, model, x)
-        notes.append(f"the {f.kind.replace('_', ' ')} was fitted again as one set with the other pieces "
-                     f"({old:.1f} -> {f.length_mm:.1f} mm long): the photo fits that size better")
+    # Each piece is tried once and only the best gain is kept: it costs a few appearance fits.
+    if abs(_g3_gap(fits)) <= G3_TOLERANCE_MM:
+        return
+    tower, short, long_ = _grey_by_kind(fits)
+    implied = {"long_wall": 2 * short.length_mm + tower.length_mm,
+               "short_wall": (long_.length_mm - tower.length_mm) / 2,
+               "tower": long_.length_mm - 2 * short.length_mm}
+    gains = []
+    for f in (long_, short, tower):
+        target = implied[f.kind]
+        if not 0.5 * f.length_mm < target < 2.0 * f.length_mm:
+            continue
+        model = _appearance(f, scene, pad_mm=8.0 + abs(target - f.length_mm))
+        if model is None:
+            continue
+        now = _to_fit(f.box, model.square)
+        starts = [_proportional_start(now, f.kind, target)]
+        if model.tabs:
+            # A wall mis-measured at one end: keep the other end where it is.
+            axis = np.array([math.cos(now[2]), math.sin(now[2])])
+            for sign in (-1.0, 1.0):
+                q = starts[0].copy()
+                q[:2] += sign * axis * (target - now[3]) / 2
+                starts.append(q)
+        best = _appearance_search(model, starts)
+        before = model.cost(now)
+        if best.fun < before:
+            gains.append((before - best.fun, f, model, best.x))
+    if not gains:
+        return
+    _, f, model, x = max(gains, key=lambda g: g[0])
+    old = f.length_mm
+    _apply_appearance(f, model, x)
+    notes.append(f"the {f.kind.replace('_', ' ')} was fitted again as one set with the other pieces "
+                 f"({old:.1f} -> {f.length_mm:.1f} mm long): the photo fits that size better")
 
 
 def _check_set(fits: list[PieceFit]) -> None:

@@ -22,6 +22,7 @@ COLOURS: tuple[str, ...] = ("red", "blue", "yellow", "green")
 TOWERS_PER_SET = 32
 SHORT_WALLS_PER_SET = 30
 LONG_WALLS_PER_SET = 26
+GREY_PIECES_PER_SET = {"towers": TOWERS_PER_SET, "short walls": SHORT_WALLS_PER_SET, "long walls": LONG_WALLS_PER_SET}
 KEEPS_PER_COLOUR = 10
 
 
@@ -145,6 +146,13 @@ class Castle:
         if self.sets is not None:
             return self.sets
         return 1 if len(self.colours_in_play) <= 2 else 2
+
+    def pieces_left(self) -> dict[str, int]:
+        """Per kind of grey piece (as GREY_PIECES_PER_SET names them), how many the boxes in play hold
+        that the castle does not use; negative where it uses more than they hold."""
+        n_short = sum(1 for w in self.walls if w.length == 1)
+        have = {"towers": len(self.towers), "short walls": n_short, "long walls": len(self.walls) - n_short}
+        return {kind: per_set * self.sets_in_play - have[kind] for kind, per_set in GREY_PIECES_PER_SET.items()}
 
     @property
     def is_empty(self) -> bool:

@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .castle import (
+    GREY_PIECES_PER_SET,
     KEEPS_PER_COLOUR,
-    LONG_WALLS_PER_SET,
-    SHORT_WALLS_PER_SET,
-    TOWERS_PER_SET,
     Castle,
     Keep,
     Point,
@@ -198,18 +196,14 @@ def double_keeps(castle: Castle, keeps_by_yard: dict[int, list[Keep]]) -> list[F
 def piece_counts(castle: Castle) -> list[Finding]:
     """Pieces against the sets in play: more than the boxes hold is impossible, fewer is an unfinished game."""
     sets = castle.sets_in_play
-    n_short = sum(1 for w in castle.walls if w.length == 1)
-    n_long = len(castle.walls) - n_short
     box = f"{sets} set{'s' if sets > 1 else ''}"
     found, unused = [], []
-    for name, have, per_set in (("towers", len(castle.towers), TOWERS_PER_SET),
-                                ("short walls", n_short, SHORT_WALLS_PER_SET),
-                                ("long walls", n_long, LONG_WALLS_PER_SET)):
-        limit = per_set * sets
-        if have > limit:
-            found.append(Finding(COMPONENTS, VIOLATION, f"{have} {name} but {box} hold only {limit}"))
-        elif have < limit:
-            unused.append(f"{limit - have} {name}")
+    for name, left in castle.pieces_left().items():
+        limit = GREY_PIECES_PER_SET[name] * sets
+        if left < 0:
+            found.append(Finding(COMPONENTS, VIOLATION, f"{limit - left} {name} but {box} hold only {limit}"))
+        elif left > 0:
+            unused.append(f"{left} {name}")
     if unused and not castle.is_empty:
         found.append(Finding(COMPONENTS, WARNING,
                              f"{', '.join(unused)} of {box} are not in the castle; a finished game uses every grey piece"))

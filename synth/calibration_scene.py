@@ -42,10 +42,8 @@ SCENE_VERSION = 2
 def _set_scales(rng: np.random.Generator) -> dict[str, float]:
     """Scales of one set: its lattice pitch (the set's size), the tower and the walls' section
     (thickness, height, merlons, tabs) near it, the keeps on their own."""
-    pitch, tower, wall, keep = (float(v) for v in rng.uniform(0.85, 1.15, 4))
-    # Map the 2nd and 3rd draws from 0.85..1.15 onto 0.93..1.07 of the set's pitch scale.
-    return {"pitch": pitch, "tower": pitch * (1.0 + (tower - 1.0) * 0.07 / 0.15),
-            "wall": pitch * (1.0 + (wall - 1.0) * 0.07 / 0.15), "keep": keep}
+    pitch, tower, wall, keep = (float(v) for v in rng.uniform([0.85, 0.93, 0.93, 0.85], [1.15, 1.07, 1.07, 1.15]))
+    return {"pitch": pitch, "tower": pitch * tower, "wall": pitch * wall, "keep": keep}
 
 
 def _mesh(kind: str, scales: dict[str, float]) -> tuple[g.Mesh, tuple[float, float, float]]:

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
-from scoring.castle import LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
+from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import FoundKeep, find_keeps
@@ -305,15 +305,14 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
                 with_tower.append((float(margin[half]), half, end, far))
         elif far not in ends:
             free.append((float(margin[half]), half, end, far))
-    castle, _ = build_castle(fit, keeps)
-    n_long = sum(w.length == 2 for w in castle.walls)
-    spare = min(len(castle.walls) - n_long - SHORT_WALLS_PER_SET * castle.sets_in_play,
-                LONG_WALLS_PER_SET * castle.sets_in_play - n_long)
-    taken, notes = set(), []
+    left = build_castle(fit, keeps)[0].pieces_left()
+    spare = min(-left["short walls"], left["long walls"])
+    free_ends, notes = set(), []
     for _, half, end, far in with_tower + sorted(free)[:max(spare, 0)]:
-        if far in taken and far not in towers:  # two free halves meeting would join wall to wall
-            continue
-        taken.add(far)
+        if far not in towers:
+            if far in free_ends:  # two free halves meeting would join wall to wall
+                continue
+            free_ends.add(far)
         active[half] = True
         notes.append({"rule": "G3", "severity": "notice",
                       "message": f"the wall stopping at {list(end)} was read as a long wall on to {list(far)}, "
@@ -329,7 +328,7 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     oblique photo a tower there explains the pixels nearly as well; only the piece count tells them
     apart. Towers at corners, crossings and ends are never removed (G1 needs them)."""
     castle, _ = build_castle(fit, keeps)
-    surplus = len(castle.towers) - TOWERS_PER_SET * castle.sets_in_play
+    surplus = -castle.pieces_left()["towers"]
     if surplus <= 0:
         return []
     active = fit.decision.active
@@ -557,8 +556,8 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         counts_exact = not any(x.rule == "components" for x in score.findings)
         if not violations and counts_exact:
             f["pieces"] = max(f["pieces"], 0.85)
-        elif not violations and f["pieces"] < 1.0 and 0 < _unused_pieces(score.castle) <= NEARLY_FINISHED * \
-                _box_pieces(score.castle):
+        elif not violations and f["pieces"] < 1.0 and \
+                0 < sum(score.castle.pieces_left().values()) <= NEARLY_FINISHED * _box_pieces(score.castle):
             # And a castle a few pieces short of its boxes, some of them seen weakly, was likelier
             # misread than left unfinished. (A castle with many pieces left over is a game in play, e.g.
             # a judge's photo during a turn: its piece count says nothing.)
@@ -579,12 +578,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
 
 
 def _box_pieces(castle) -> int:
-    return (TOWERS_PER_SET + SHORT_WALLS_PER_SET + LONG_WALLS_PER_SET) * castle.sets_in_play
-
-
-def _unused_pieces(castle) -> int:
-    """Grey pieces of the boxes in play that the castle does not use (0 when it uses more)."""
-    return max(0, _box_pieces(castle) - len(castle.towers) - len(castle.walls))
+    return sum(GREY_PIECES_PER_SET.values()) * castle.sets_in_play
 
 
 def _debug_write(debug_dir: str | None, name: str, img: np.ndarray) -> None:

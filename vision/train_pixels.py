@@ -28,6 +28,11 @@ from vision.pixels import CLASSES, MODEL_PATH, PixelModel
 GREY_KINDS = ("tower", "short_wall", "long_wall")
 
 
+def item_mask_path(photo: Path) -> Path:
+    """Where `castellan synth` (and synth.relabel) put a photo's per-pixel item labels."""
+    return photo.with_name(photo.stem + "_mask.png")
+
+
 def truth_labels(truth: dict, shape: tuple[int, int], scale: float, item_labels: np.ndarray | None = None) -> np.ndarray:
     """int8 per pixel: 0 other, 1 grey, 2 keep, -1 left out.
 
@@ -76,7 +81,7 @@ def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, in
     """Labelled feature vectors of one photo and of an augmented copy of it (`per_class` each)."""
     truth = json.loads(photo.with_suffix(".json").read_text())
     decoded = decode_photo(photo.read_bytes(), max_side=1280)
-    mask_path = photo.with_name(photo.stem + "_mask.png")
+    mask_path = item_mask_path(photo)
     item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED) if mask_path.exists() else None
     labels = near = None
     xs, ys = [], []

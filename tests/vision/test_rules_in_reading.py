@@ -6,12 +6,17 @@ from vision.pipeline import add_required_towers
 from vision.reconstruct import Decision, Dims, Element, Fit
 
 
-def _fit(towers: dict, edges: list) -> Fit:
-    """towers: lattice point -> (active, margin); edges: active unit walls."""
+def _fit_with_edges(towers: dict, edges: dict) -> Fit:
+    """towers: lattice point -> (active, margin); edges: unit wall -> (active, margin)."""
     elements = [Element("tower", p) for p in towers] + [Element("edge", e) for e in edges]
-    active = np.array([a for a, _ in towers.values()] + [True] * len(edges))
-    margin = np.array([m for _, m in towers.values()] + [0.8] * len(edges))
-    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements, decision=Decision(active, margin, 0.0), sites=[])
+    decided = list(towers.values()) + list(edges.values())
+    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements,
+               decision=Decision(np.array([a for a, _ in decided]), np.array([m for _, m in decided]), 0.0), sites=[])
+
+
+def _fit(towers: dict, edges: list) -> Fit:
+    """towers: lattice point -> (active, margin); edges: unit walls, all clearly seen."""
+    return _fit_with_edges(towers, {e: (True, 0.8) for e in edges})
 
 
 def test_a_barely_seen_tower_where_walls_meet_is_read_as_present():
@@ -30,14 +35,6 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     clear = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.9), (1, 1): (True, 0.9)},
                  [((0, 0), (1, 0)), ((1, 0), (1, 1))])
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
-
-
-def _fit_with_edges(towers: dict, edges: dict) -> Fit:
-    """towers: lattice point -> (active, margin); edges: unit wall -> (active, margin)."""
-    elements = [Element("tower", p) for p in towers] + [Element("edge", e) for e in edges]
-    decided = list(towers.values()) + list(edges.values())
-    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements,
-               decision=Decision(np.array([a for a, _ in decided]), np.array([m for _, m in decided]), 0.0), sites=[])
 
 
 def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
