@@ -108,7 +108,9 @@ def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960,
     rng = np.random.default_rng([int(seed), 0xCA1B])
     overrides: dict[str, Any] = {"elevation_deg": float(rng.uniform(55, 85)), "margin": float(rng.uniform(0.04, 0.1)),
                                  "spare_keeps": 0, "cards": 0, "game_box": False, "mat": True,
-                                 "mat_paper": paper, "target_offset": (0.0, 0.0)}
+                                 "mat_paper": paper, "target_offset": (0.0, 0.0),
+                                 # The measured sets so far (and the cached renders) show the full relief.
+                                 "stone_relief": 1.0}
     if even_light:
         overrides["light_kinds"] = [["ceiling"], ["window"], ["window", "ceiling"]][int(rng.integers(3))]
     cond = draw_conditions(int(seed), overrides)

@@ -68,6 +68,9 @@ class Conditions:
     keep_rotation_seed: int = 0
     # Phones write the focal length into EXIF; messengers and screenshots often strip it.
     exif_focal: bool = True
+    # How much of the moulded stone shows (1 = the relief as modelled, 0 = smooth plastic): worn sets,
+    # soft focus and a phone's noise reduction flatten it.
+    stone_relief: float = 1.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -175,6 +178,8 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     )
     # Drawn from its own stream so that adding it left every other draw (and older renders) unchanged.
     c.exif_focal = bool(np.random.default_rng([seed, 0xE71F]).random() < 0.85)
+    relief = np.random.default_rng([seed, 0x5701])
+    c.stone_relief = 1.0 if relief.random() < 0.6 else float(relief.uniform(0.0, 1.0))
     for key, value in overrides.items():
         setattr(c, key, value)
     return c

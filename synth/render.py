@@ -70,13 +70,14 @@ def _materials(mi: Any, layout: Layout, cond: Conditions, rng: np.random.Generat
     grey = float(srgb_to_linear(np.array([cond.grey_tone]))[0])
     # A faint warm or cool cast: grey plastics are rarely perfectly neutral.
     tint = np.array([1.0, 1.0, 1.0]) + rng.normal(0, 0.015, 3)
+    stone_albedo = 1.0 + cond.stone_relief * (stone_albedo - 1.0)
     albedo = np.clip(stone_albedo[..., None] * grey * tint[None, None, :], 0, 1)
     s = 1.0 / (STONE_TILE_MM * cond.piece_scale)
     mats: dict[str, dict] = {
         "grey": {
             "type": "bumpmap",
             "arg": _bitmap(mi, stone_height[..., None], s, s, raw=True),
-            "scale": 0.35,
+            "scale": 0.35 * cond.stone_relief,
             "bsdf": {"type": "roughplastic", "distribution": "ggx", "alpha": cond.plastic_roughness,
                      "int_ior": 1.49, "diffuse_reflectance": _bitmap(mi, albedo, s, s)},
         }

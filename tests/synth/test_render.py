@@ -180,3 +180,26 @@ def test_lamps_stay_out_of_the_frame_and_the_photo_is_exposed(plain):
             u, v = (K @ x)[:2] / x[2]
             assert x[2] <= 0 or not (0 <= u < W and 0 <= v < H), (seed, light["kind"], u, v)
         assert 40 < photo.mean() < 220
+
+
+def test_stone_relief_sets_how_much_moulded_stone_the_grey_plastic_shows(plain):
+    # Training renders vary the relief so the pixel model also learns plastic without texture.
+    from types import SimpleNamespace
+
+    from synth.backend import load_mitsuba
+    from synth.conditions import draw_conditions
+    from synth.render import _materials
+
+    mi, _ = load_mitsuba()
+
+    def grey_plastic(relief: float) -> tuple[float, float]:
+        cond = draw_conditions(7, dict(plain, stone_relief=relief))
+        grey = _materials(mi, SimpleNamespace(items=[]), cond, np.random.default_rng(7))["grey"]
+        albedo = np.array(grey["bsdf"]["diffuse_reflectance"]["bitmap"])
+        return grey["scale"], float(albedo.std() / albedo.mean())
+
+    bump, spread = grey_plastic(1.0)
+    assert bump > 0 and spread > 0.03
+    assert grey_plastic(0.0) == (0.0, pytest.approx(0.0, abs=0.02))
+    half_bump, half_spread = grey_plastic(0.5)
+    assert half_bump == pytest.approx(bump / 2) and half_spread == pytest.approx(spread / 2, rel=0.1)
