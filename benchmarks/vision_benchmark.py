@@ -6,6 +6,9 @@ Each photo X.jpg (or .png/.heic) needs X.json with at least a castellan/1 "castl
 ground truth also gives "conditions": elevation, light, table, mat). A reconstruction is compared with
 the truth after the best of the 8 lattice symmetries and a translation (castellan/1 leaves origin and
 orientation free), so piece precision/recall count real misreads only.
+
+A candidate pixel model is benchmarked with CASTELLAN_PIXEL_MODEL=PATH in the environment (the
+result names the model it read with).
 """
 from __future__ import annotations
 
@@ -150,6 +153,14 @@ def read_one(p: Path) -> dict[str, Any]:
     return row
 
 
+def _model_name() -> str:
+    import hashlib
+
+    from vision.pixels import MODEL_PATH
+
+    return f"{MODEL_PATH} (sha256 {hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()[:12]})"
+
+
 def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1) -> dict[str, Any]:
     """Read every photo of `folder` that has truth beside it; `jobs` photos at a time (one core each)."""
     from concurrent.futures import ProcessPoolExecutor
@@ -214,6 +225,7 @@ def summarise(rows: list[dict]) -> dict[str, Any]:
     import platform
 
     out = {"overall": _summary(rows), "bands": {}, "rows": rows,
+           "pixel_model": _model_name(),
            "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg(), "python": platform.python_version()}}
     for key in ("elevation", "light", "table", "mat"):
         groups = defaultdict(list)

@@ -12,6 +12,7 @@ with numpy; scikit-learn is needed only to train it.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +20,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-MODEL_PATH = Path(__file__).with_name("pixel_model.npz")
+# CASTELLAN_PIXEL_MODEL names another model file, so a candidate can be benchmarked end to end
+# (benchmarks.vision_benchmark --pixel-model) without replacing the shipped one.
+MODEL_PATH = Path(os.environ.get("CASTELLAN_PIXEL_MODEL") or Path(__file__).with_name("pixel_model.npz"))
 CLASSES = ("other", "grey", "keep")
 # Features are computed on a photo downscaled to this long side: the classes need no finer detail,
 # and a quarter of the pixels costs a quarter of the time.

@@ -80,3 +80,17 @@ def test_training_labels_prefer_the_renderers_item_labels():
     assert labels[5, 5] == 1 and labels[12, 5] == 2
     assert labels[12, 12] == 0 and labels[2, 15] == 0  # a card is clutter, like the table
     assert labels[2, 2] == -1  # the tower's edge
+
+
+def test_a_candidate_model_named_in_the_environment_is_the_one_read_with(tmp_path):
+    # Benchmarks compare a candidate model end to end without replacing the shipped file.
+    import os
+    import subprocess
+    import sys
+
+    candidate = tmp_path / "candidate.npz"
+    _random_model(np.random.default_rng(1), n_features=3).save(candidate)
+    code = "from vision.pixels import load_model, MODEL_PATH; print(MODEL_PATH, load_model().mean.shape[0])"
+    env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(candidate)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert out == [str(candidate), "3"]
