@@ -178,16 +178,15 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     result: dict = {"with_profile": [], "without_profile": [], "failures": []}
     if seed is None:
         seed = 200 if even_light else 100
-    from synth.calibration_scene import SCENE_VERSION
 
     for i in range(photos):
-        # Named by the scene's version too: a render of an older scene is not reused.
-        stem = f"calib_v{SCENE_VERSION}_{seed + i:04d}"
+        stem = render_stem(seed + i, even_light)
         jpg, meta = cache / f"{stem}.jpg", cache / f"{stem}.json"
         if not (jpg.exists() and meta.exists()):
             from synth.calibration_scene import render_calibration_jpeg
 
             jpeg, truth = render_calibration_jpeg(seed + i, 1280, 960, spp, even_light=even_light)
+            truth["even_light"] = even_light
             jpg.write_bytes(jpeg)
             meta.write_text(json.dumps(truth))
         truth = json.loads(meta.read_text())
@@ -231,6 +230,16 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
         lines.append("not measured: " + "; ".join(result["failures"]))
     result["summary"] = "\n".join(lines)
     return result
+
+
+def render_stem(seed: int, even_light: bool) -> str:
+    """File name (without suffix) of a cached calibration render. Named by the scene's version (a
+    render of an older scene is not reused) and by its light: one seed renders a different photo in
+    even and in any light, and a cache keyed by the seed alone once served any-light renders to an
+    even-light run."""
+    from synth.calibration_scene import SCENE_VERSION
+
+    return f"calib_v{SCENE_VERSION}_{'even' if even_light else 'any'}_{seed:04d}"
 
 
 # A measured size this far off counts as wrong (twice the 1 mm that calibrate pieces aims at).
