@@ -29,6 +29,9 @@ class FoundKeep:
     px: tuple[float, float]
     outline: np.ndarray  # image polygon of the chosen silhouette
     stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
+    lean_px: float = 0.0  # how far a Double Keep's top would be seen from a single one's, in pixels
+    fill: float = 1.0  # the blob's area over a single keep's silhouette there (low: its sides were missed)
+    height_doubt: bool = False  # set by the reader when the blob is bigger than a single keep's should be
 
 
 def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
@@ -50,6 +53,39 @@ def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> 
     inter = np.logical_and(tile, b).sum()
     union = np.logical_or(tile, b).sum()
     return float(inter) / max(1, union)
+
+
+def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbox: tuple[int, int, int, int],
+               half: float, h1: float) -> dict[bool, tuple[float, np.ndarray, np.ndarray]]:
+    """{double: (IoU, where it stands, silhouette)} of the best single and the best stacked keep for a blob.
+
+    Keeps stand at any angle and anywhere in their courtyard: position and yaw are searched for each
+    height; the better best IoU decides single or double.
+    """
+    H, W = blob.shape
+    bx, by, bw, bh = bbox
+    per_h = {}
+    for double in (False, True):
+        hk = h1 * (2 if double else 1)
+        at0 = cam.image_to_plane(np.array([centroid], float), z=hk / 2)[0]
+        top = None
+        for dx in (-0.06, 0.0, 0.06):
+            for dy in (-0.06, 0.0, 0.06):
+                for yaw in (0.0, 0.39, 0.785, 1.18):
+                    at = at0 + [dx, dy]
+                    poly = _silhouette(cam, at, half, hk, yaw)
+                    x0 = int(max(0, min(poly[:, 0].min(), bx) - 2))
+                    y0 = int(max(0, min(poly[:, 1].min(), by) - 2))
+                    x1 = int(min(W, max(poly[:, 0].max(), bx + bw) + 3))
+                    y1 = int(min(H, max(poly[:, 1].max(), by + bh) + 3))
+                    if x1 <= x0 or y1 <= y0:
+                        continue
+                    score = _iou(poly, blob, (x0, y0, x1, y1))
+                    if top is None or score > top[0]:
+                        top = (score, at, poly)
+        if top is not None:
+            per_h[double] = top
+    return per_h
 
 
 def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
@@ -89,29 +125,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
                 ring = ring.astype(bool) & ~(keep_label[ys0:y + bh + pad, xs0:x + bw + pad] > 0)
                 if ring.any() and ground[ys0:y + bh + pad, xs0:x + bw + pad][ring].mean() < 0.5:
                     continue
-            # Keeps stand at any angle and anywhere in their courtyard: search position and yaw for
-            # each height hypothesis; the better best-IoU decides single or double.
-            per_h = {}
-            for double in (False, True):
-                hk = h1 * (2 if double else 1)
-                at0 = cam.image_to_plane(cents[k][None], z=hk / 2)[0]
-                top = None
-                for dx in (-0.06, 0.0, 0.06):
-                    for dy in (-0.06, 0.0, 0.06):
-                        for yaw in (0.0, 0.39, 0.785, 1.18):
-                            at = at0 + [dx, dy]
-                            poly = _silhouette(cam, at, half, hk, yaw)
-                            x0 = int(max(0, min(poly[:, 0].min(), stats[k, 0]) - 2))
-                            y0 = int(max(0, min(poly[:, 1].min(), stats[k, 1]) - 2))
-                            x1 = int(min(W, max(poly[:, 0].max(), stats[k, 0] + stats[k, 2]) + 3))
-                            y1 = int(min(H, max(poly[:, 1].max(), stats[k, 1] + stats[k, 3]) + 3))
-                            if x1 <= x0 or y1 <= y0:
-                                continue
-                            score = _iou(poly, blob, (x0, y0, x1, y1))
-                            if top is None or score > top[0]:
-                                top = (score, at, poly)
-                if top is not None:
-                    per_h[double] = top
+            per_h = _best_fits(cam, blob, (cents[k][0], cents[k][1]), tuple(stats[k, :4]), half, h1)
             if not per_h:
                 continue
             double = max(per_h, key=lambda d: per_h[d][0])
@@ -127,8 +141,10 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
             conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
             stacked = per_h[True][0] - per_h[False][0] if len(per_h) == 2 else (1.0 if double else -1.0)
+            single_area = cv2.contourArea(per_h[False][2].astype(np.float32)) if False in per_h else 0.0
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
-                                   (float(cents[k][0]), float(cents[k][1])), poly, float(stacked)))
+                                   (float(cents[k][0]), float(cents[k][1])), poly, float(stacked),
+                                   float(lean), float(area / single_area) if single_area > 0 else 1.0))
     return _merge_fragments(found, 2.5 * half)
 
 

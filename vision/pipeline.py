@@ -45,6 +45,15 @@ UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short o
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
+# On 66 development photos (out/answered readings and seeds 170000-170039) a Double Keep's blob was 1.62
+# times a single keep's (medians of 97 and 829 keeps, each over a single keep's silhouette there); a
+# keep this many times its colour's others is nearer, in ratio, to stacked than to single (sqrt 1.62).
+DOUBLE_FILL_DOUBT = 1.27
+# A keep whose blob is that much bigger than its peers' yet fits a single keep's outline is a likely
+# misread Double Keep (a courtyard's points halved): weighed like UNUSED_PIECES_DOUBT, not like a keep
+# seen poorly (0.85 each). The doubts from the silhouettes alone (stacked or not, within a colour) stay
+# at 0.85: at 0.7 they also refused right answers (a near top-down test scene; seeds 130000+ photo_174).
+HEIGHT_DOUBT = 0.7
 
 
 @dataclass
@@ -350,7 +359,8 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     return notes
 
 
-def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05) -> list[dict]:
+def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05,
+                        larger: float = DOUBLE_FILL_DOUBT) -> list[dict]:
     """At most one Double Keep per colour (C5): decided among the colour's keeps, not one by one.
 
     Each keep says how much better two stacked keeps explain its blob than one. Judged alone, a
@@ -358,7 +368,9 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     keeps can look stacked. Compared within a colour, the Double Keep is the one that stands out from
     the others. A choice that is not clear (several look stacked alike, the one that stands out still
     looked single alone, or none is read double but one nearly looks it) counts as uncertain in the
-    confidence.
+    confidence. So does a colour read without a Double Keep where one keep's blob is `larger` times
+    the others' (relative to a single keep's silhouette there): a Double Keep whose lower body merges
+    with the table or a shadow fits a single keep's outline, but its blob is still bigger.
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
@@ -390,6 +402,16 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             # Read single, but nearly as well explained stacked: a Double Keep seen from high up looks
             # like this, and missing it halves a courtyard's points.
             top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
+        if not any(k.double for k in ks):
+            biggest = max(ks, key=lambda k: k.fill)
+            others = [k.fill for k in ks if k is not biggest]
+            if len(others) < 2:  # too few of its colour to say what a single one looks like here
+                others = [k.fill for k in keeps if k is not biggest and not k.double]
+            if others and biggest.fill >= larger * float(np.median(others)):
+                biggest.confidence, biggest.height_doubt = min(biggest.confidence, 0.5 * KEEP_DOUBT), True
+                notes.append({"rule": "C5", "severity": "notice",
+                              "message": f"one {colour} keep looks bigger than the others but not clearly stacked: "
+                                         "it may be a Double Keep"})
     return notes
 
 
@@ -541,8 +563,9 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     # Each keep read without certainty (its colour, or single or double) could change a score; like the
     # walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
     # every castle of two sets: one of its 24 keeps was always seen poorly.)
-    weak_keeps = sum(1 for k in keeps if k.confidence < KEEP_DOUBT)
-    f["keeps"] = float(0.85 ** weak_keeps) if keeps else (0.5 if score is not None else 0.0)
+    weak_keeps = sum(1 for k in keeps if k.confidence < KEEP_DOUBT and not k.height_doubt)
+    height_doubts = sum(1 for k in keeps if k.height_doubt)
+    f["keeps"] = float(0.85 ** weak_keeps * HEIGHT_DOUBT ** height_doubts) if keeps else (0.5 if score is not None else 0.0)
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
     f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))

@@ -86,10 +86,10 @@ def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_
     assert complete_long_walls(tower_likelier, []) == [] and not tower_likelier.decision.active[-1]
 
 
-def _keep(conf: float, stacked: float):
+def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"):
     from vision.keeps import FoundKeep
 
-    return FoundKeep("yellow", (0.5, 0.5), stacked > 0, conf, (0.0, 0.0), np.zeros((4, 2)), stacked)
+    return FoundKeep(colour, (0.5, 0.5), stacked > 0, conf, (0.0, 0.0), np.zeros((4, 2)), stacked, fill=fill)
 
 
 def test_the_double_keep_is_chosen_among_the_colours_keeps():
@@ -116,6 +116,32 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     surely_single = [_keep(0.9, -0.30), _keep(0.9, -0.35)]
     choose_double_keeps(surely_single)
     assert [k.confidence for k in surely_single] == [0.9, 0.9]
+
+
+def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_doubt():
+    from vision.pipeline import DOUBLE_FILL_DOUBT, KEEP_DOUBT, choose_double_keeps
+
+    # Each fits a single keep's outline better than a stacked one, but one blob is far bigger than the
+    # others: a Double Keep whose lower body merged with the table or a shadow.
+    hidden = [_keep(0.9, -0.19, fill=1.6), _keep(0.9, -0.15, fill=0.95), _keep(0.9, -0.2, fill=0.9), _keep(0.9, -0.2, fill=1.0)]
+    notes = choose_double_keeps(hidden)
+    assert not any(k.double for k in hidden) and hidden[0].confidence < KEEP_DOUBT and hidden[0].height_doubt
+    assert [k.confidence for k in hidden[1:]] == [0.9, 0.9, 0.9] and any("Double Keep" in n["message"] for n in notes)
+    alike = [_keep(0.9, -0.2, fill=1.05), _keep(0.9, -0.2, fill=0.95), _keep(0.9, -0.2, fill=0.9)]
+    assert choose_double_keeps(alike) == [] and [k.confidence for k in alike] == [0.9, 0.9, 0.9]
+    assert not any(k.height_doubt for k in alike)
+    # Two of a colour say little about each other: the photo's other single keeps are the yardstick.
+    pair = [_keep(0.9, -0.2, fill=1.5, colour="blue"), _keep(0.9, -0.2, fill=1.45, colour="blue")]
+    others = [_keep(0.9, -0.2, fill=1.0, colour="red"), _keep(0.9, -0.2, fill=0.9, colour="red"), _keep(0.9, -0.2, fill=0.95, colour="red")]
+    choose_double_keeps(pair + others)
+    assert pair[0].confidence < KEEP_DOUBT and [k.confidence for k in others] == [0.9, 0.9, 0.9]
+    # A colour whose Double Keep was read is settled: its other keeps are not doubted for their size.
+    read = [_keep(0.95, 0.3, fill=1.7), _keep(0.9, -0.2, fill=1.5), _keep(0.9, -0.2, fill=1.0), _keep(0.9, -0.2, fill=1.0)]
+    choose_double_keeps(read)
+    assert read[0].double and read[1].confidence == 0.9
+    just_under = [_keep(0.9, -0.2, fill=0.99 * DOUBLE_FILL_DOUBT), _keep(0.9, -0.2, fill=1.0), _keep(0.9, -0.2, fill=1.0)]
+    choose_double_keeps(just_under)
+    assert just_under[0].confidence == 0.9
 
 
 def test_surplus_towers_in_straight_runs_become_long_wall_middles():
