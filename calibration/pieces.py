@@ -811,6 +811,10 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     solid_sure = cv2.morphologyEx(piece_px.astype(np.uint8), cv2.MORPH_OPEN, disk(int(0.5 * ppm))) > 0
     labels = _join_grey_parts(labels, np.hypot(lab_bal[..., 1], lab_bal[..., 2]), solid_sure)
 
+    # The strip along the sheet's edge (and the photo's) where the photo is not compared with the
+    # print. A region reaching it was seen only in part: from a low camera a piece's top, or its
+    # shadow, can lie over the strip while the piece stands well inside the sheet.
+    edge_strip = ~ndimage.binary_erosion(valid, iterations=2)
     fits: list[PieceFit] = []
     for region in measure.regionprops(labels):
         if region.area < MIN_PIECE_AREA_MM2 * ppm * ppm:
@@ -819,10 +823,7 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
         if _is_shadow(solid_sure[comp]):
             notes.append(f"ignored a shadow at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm")
             continue
-        if (comp & ~ndimage.binary_erosion(valid, iterations=2)).any():
-            notes.append(f"a piece at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm "
-                         "touches the edge of the mat and was not measured")
-            continue
+        at_edge = bool((comp & edge_strip).any())
         # Work in a window around the piece: the outline needs only its neighbourhood.
         r0, c0, r1, c1 = region.bbox
         pad = int(4 * ppm)
@@ -852,11 +853,18 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
             start[3] -= 2 * WALL_TAB[0] * start[4]
             params, iou = _fit_box(poly, nadir, cam_z, square=False, start=start, tabs=True)
         ev = _Evidence.from_window(piece_px, background_px, labels, region.label, (r0, r1, c0, c1))
-        shadowed = ev.violation(params, nadir, cam_z) > SHADOW_VIOLATION
+        shadowed = at_edge or ev.violation(params, nadir, cam_z) > SHADOW_VIOLATION
         if shadowed:
             # The outline took in a shadow: the print shows through it (its black squares are
-            # still black), which grey plastic would hide. Fit to the sure evidence instead.
+            # still black), which grey plastic would hide. Fit to the sure evidence instead. So
+            # too when the outline reaches the edge strip: its straight cut there is not the
+            # piece's side, and the strip's pixels are evidence of nothing (_Evidence: unknown).
             params, iou = _fit_evidence(ev, poly, nadir, cam_z, square=False, start=params)
+        if at_edge and not _footprint_on_sheet(params, valid):
+            # Where the piece stands reaches the strip: it may stand partly off the sheet.
+            notes.append(f"a piece at mat ({region.centroid[1] / ppm:.0f}, {region.centroid[0] / ppm:.0f}) mm "
+                         "touches the edge of the mat and was not measured")
+            continue
         cx, cy, theta, length, width, height = params[:6]
         fit = PieceFit("keep" if is_keep else "?", (cx, cy), math.degrees(theta) % 180, length, width,
                        height, iou, chroma, outline_mm=outline_mm, raw_outline_mm=raw_outline_mm)
@@ -887,6 +895,19 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     colours = _colour_profile(fits, notes)
     debug = _debug_image(rect_u8, fits, nadir, cam_z)
     return PieceMeasurement(pieces, colours, fits, tuple(float(v) for v in centre), focal_source, debug, notes)
+
+
+def _footprint_on_sheet(params: np.ndarray, valid: np.ndarray) -> bool:
+    """Whether a fitted piece's footprint (where it stands; a wall's tabs too) lies where the photo
+    is compared with the print (`valid`, rectified pixels). Its top, which a low camera sees
+    far out, may lie beyond: that is the parallax the fit removes, not a piece off the sheet."""
+    flat = np.asarray(params, float).copy()
+    flat[5] = 0.0  # height 0: the box's top corners are its footprint's
+    corners = _box_corners(flat, np.zeros(2), 1.0)
+    px = np.floor(corners * RECT_PX_PER_MM).astype(int)  # pixel (u, v) covers mm [u, u + 1) / ppm
+    h, w = valid.shape
+    on_image = (px[:, 0] >= 0) & (px[:, 0] < w) & (px[:, 1] >= 0) & (px[:, 1] < h)
+    return bool(on_image.all() and valid[px[:, 1], px[:, 0]].all())
 
 
 # Parts of grey pieces further apart than this are never one piece (pieces stand apart).
