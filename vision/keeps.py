@@ -7,7 +7,7 @@ the better match decides, and the difference between the two matches is the deci
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -29,7 +29,6 @@ class FoundKeep:
     px: tuple[float, float]
     outline: np.ndarray  # image polygon of the chosen silhouette
     stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
-    lean_px: float = 0.0  # how far a Double Keep's top would be seen from a single one's, in pixels
     fill: float = 1.0  # the blob's area over a single keep's silhouette there (low: its sides were missed)
     height_doubt: bool = False  # set by the reader when the blob is bigger than a single keep's should be
 
@@ -89,13 +88,33 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
 
 
 def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
-               castle: np.ndarray | None = None) -> list[FoundKeep]:
+               castle: np.ndarray | None = None, *, min_keeps: int = 3, size_tolerance: float = 0.05) -> list[FoundKeep]:
     """Keeps in the photo (cam in lattice units; dims gives the keep's size, at the fitted piece scale).
 
     `ground` marks table pixels: outside the castle (`castle` mask) a keep stands on the table, so a
     coloured blob surrounded by something else (the game box's print, a card) is not a keep. Inside
     the castle a keep's surroundings are walls, shadows and its own dark sides, so no such test.
+
+    Single and double are told apart by how well each silhouette covers a blob, which favours the
+    smaller one when blobs come out smaller than the keeps (a pixel lost all round, a piece scale a
+    little off). So when the single keeps (at least `min_keeps`) cover their silhouettes by more than
+    `size_tolerance` less or more than fully, the keeps are found again at the size their blobs show.
     """
+    found = _find_keeps_sized(cam, keep_label, dims, ground, castle)
+    fills = [k.fill for k in found if not k.double]
+    if len(fills) >= min_keeps and abs(float(np.median(fills)) - 1.0) > size_tolerance:
+        s = math.sqrt(float(np.median(fills)))  # area scales as the square of the size
+        resized = _find_keeps_sized(cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s),
+                                    ground, castle)
+        # Which blobs are keeps was decided at the fitted piece scale; only their heights are read again.
+        again = {(round(k.px[0]), round(k.px[1]), k.colour): k for k in resized}
+        found = [again.get((round(k.px[0]), round(k.px[1]), k.colour), k) for k in found]
+    return found
+
+
+def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None,
+                      castle: np.ndarray | None) -> list[FoundKeep]:
+    """find_keeps for keeps of the size `dims` gives."""
     half, h1 = dims.keep_half, dims.keep_h
     found: list[FoundKeep] = []
     H, W = keep_label.shape
@@ -144,7 +163,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             single_area = cv2.contourArea(per_h[False][2].astype(np.float32)) if False in per_h else 0.0
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
                                    (float(cents[k][0]), float(cents[k][1])), poly, float(stacked),
-                                   float(lean), float(area / single_area) if single_area > 0 else 1.0))
+                                   fill=float(area / single_area) if single_area > 0 else 1.0))
     return _merge_fragments(found, 2.5 * half)
 
 
