@@ -106,6 +106,7 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     tall = [_keep(0.9, -0.02), _keep(0.9, -0.20), _keep(0.9, -0.22), _keep(0.9, -0.25)]
     choose_double_keeps(tall)
     assert [k.double for k in tall] == [True, False, False, False] and tall[0].confidence < KEEP_DOUBT
+    assert tall[0].height_doubt  # a Double Keep asserted by comparison only: weighed as a likely misread
     flat = [_keep(0.9, -0.10), _keep(0.9, -0.11), _keep(0.9, -0.12)]
     assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
     # None reads double, but the likeliest nearly looked stacked: a missed Double Keep halves a
