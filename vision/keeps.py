@@ -30,7 +30,7 @@ class FoundKeep:
     outline: np.ndarray  # image polygon of the chosen silhouette
     stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
     fill: float = 1.0  # the blob's area over a single keep's silhouette there (low: its sides were missed)
-    height_doubt: bool = False  # set by the reader when the blob is bigger than a single keep's should be
+    height_doubt: bool = False  # set by the reader: single or double is a likely misread (see pipeline.HEIGHT_DOUBT)
 
 
 def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
