@@ -102,19 +102,25 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     """
     found = _find_keeps_sized(cam, keep_label, dims, ground, castle)
     fills = [k.fill for k in found if not k.double]
-    if len(fills) >= min_keeps and abs(float(np.median(fills)) - 1.0) > size_tolerance:
-        s = math.sqrt(float(np.median(fills)))  # area scales as the square of the size
-        resized = _find_keeps_sized(cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s),
-                                    ground, castle)
+    typical_fill = float(np.median(fills)) if fills else 1.0
+    if len(fills) >= min_keeps and abs(typical_fill - 1.0) > size_tolerance:
+        s = math.sqrt(typical_fill)  # area scales as the square of the size
         # Which blobs are keeps was decided at the fitted piece scale; only their heights are read again.
-        again = {(round(k.px[0]), round(k.px[1]), k.colour): k for k in resized}
-        found = [again.get((round(k.px[0]), round(k.px[1]), k.colour), k) for k in found]
+        again = {_blob_key(k.colour, k.px): k for k in _find_keeps_sized(
+            cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
+            only={_blob_key(k.colour, k.px) for k in found})}
+        found = [again.get(_blob_key(k.colour, k.px), k) for k in found]
     return found
 
 
+def _blob_key(colour: str, centroid: tuple[float, float]) -> tuple[str, int, int]:
+    """A blob named by its colour and centroid: the same in every pass over one keep label image."""
+    return colour, round(centroid[0]), round(centroid[1])
+
+
 def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None,
-                      castle: np.ndarray | None) -> list[FoundKeep]:
-    """find_keeps for keeps of the size `dims` gives."""
+                      castle: np.ndarray | None, only: set[tuple[str, int, int]] | None = None) -> list[FoundKeep]:
+    """find_keeps for keeps of the size `dims` gives; with `only`, just the blobs it names (_blob_key)."""
     half, h1 = dims.keep_half, dims.keep_h
     found: list[FoundKeep] = []
     H, W = keep_label.shape
@@ -125,7 +131,7 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: n
         n, lab, stats, cents = cv2.connectedComponentsWithStats(m)
         for k in range(1, n):
             area = stats[k, cv2.CC_STAT_AREA]
-            if area < 12:
+            if area < 12 or (only is not None and _blob_key(colour, cents[k]) not in only):
                 continue
             blob = lab == k
             # A keep's blob is compact; a card's coloured border or the box's print is not.

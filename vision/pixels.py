@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 
 # CASTELLAN_PIXEL_MODEL names another model file, so a candidate can be benchmarked end to end
-# (benchmarks.vision_benchmark --pixel-model) without replacing the shipped one.
+# (CASTELLAN_PIXEL_MODEL=PATH python -m benchmarks.vision_benchmark DIR) without replacing the shipped one.
 MODEL_PATH = Path(os.environ.get("CASTELLAN_PIXEL_MODEL") or Path(__file__).with_name("pixel_model.npz"))
 CLASSES = ("other", "grey", "keep")
 # Features are computed on a photo downscaled to this long side: the classes need no finer detail,
