@@ -8,7 +8,9 @@ the truth after the best of the 8 lattice symmetries and a translation (castella
 orientation free), so piece precision/recall count real misreads only.
 
 A candidate pixel model is benchmarked with CASTELLAN_PIXEL_MODEL=PATH in the environment (the
-result names the model it read with).
+result names the model it read with). `--truth-masks` reads with the renderer's per-pixel truth
+(X_mask.png) in place of the pixel model: what the later stages make of perfect grey and keep pixels,
+the ceiling that better masks can reach.
 """
 from __future__ import annotations
 
@@ -113,7 +115,39 @@ def band(conditions: dict[str, Any]) -> dict[str, str]:
             "mat": "mat" if conditions.get("mat_present") else "no mat"}
 
 
-def read_one(p: Path) -> dict[str, Any]:
+def _use_truth_masks(p: Path, truth_json: dict) -> None:
+    """Make the pixel model answer with the render's per-pixel truth of photo `p` (one-hot)."""
+    import cv2
+    import numpy as np
+
+    import vision.masks
+    from vision.train_pixels import item_classes, item_mask_path
+
+    item_labels = cv2.imread(str(item_mask_path(p)), cv2.IMREAD_UNCHANGED)
+    if item_labels is None:
+        raise SystemExit(f"{p}: --truth-masks needs the render's {item_mask_path(p).name} beside it")
+    classes = item_classes(truth_json, item_labels)
+
+    def truth_probabilities(layers) -> np.ndarray:
+        h, w = layers.lab.shape[:2]
+        at_size = cv2.resize(classes, (w, h), interpolation=cv2.INTER_NEAREST)
+        return np.eye(3, dtype=np.float32)[at_size]
+
+    vision.masks.learned_probabilities = truth_probabilities
+
+
+def with_truth_masks(photos: list[Path], log=print) -> list[Path]:
+    """The photos that have the render's per-pixel truth beside them; says which are left out."""
+    from vision.train_pixels import item_mask_path
+
+    without = [p for p in photos if not item_mask_path(p).exists()]
+    if without:
+        log(f"--truth-masks: {len(without)} photos have no per-pixel truth beside them and are left out "
+            f"({', '.join(p.name for p in without[:5])}{', ...' if len(without) > 5 else ''})")
+    return [p for p in photos if p not in without]
+
+
+def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     """Read one photo and compare it with its truth: one row of the benchmark."""
     import cv2
 
@@ -122,6 +156,8 @@ def read_one(p: Path) -> dict[str, Any]:
 
     cv2.setNumThreads(1)  # the target is seconds per photo on one core
     truth_json = json.loads(p.with_suffix(".json").read_text())
+    if truth_masks:
+        _use_truth_masks(p, truth_json)
     truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
     truth_castle_only = parse_castle(truth_json["castle"])
     true_score = score_castle(truth_castle_only).to_json()["players"]
@@ -161,25 +197,31 @@ def _model_name() -> str:
     return f"{MODEL_PATH} (sha256 {hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()[:12]})"
 
 
-def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1) -> dict[str, Any]:
+def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1, truth_masks: bool = False) -> dict[str, Any]:
     """Read every photo of `folder` that has truth beside it; `jobs` photos at a time (one core each)."""
     from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
 
     photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists())
     photos = [p for p in photos if not p.stem.endswith("_mask")]
+    if truth_masks:
+        photos = with_truth_masks(photos, log)
     if limit:
         photos = photos[:limit]
     rows = []
     pool = ProcessPoolExecutor(jobs) if jobs > 1 else None
     try:
-        for row in (pool.map if pool else map)(read_one, photos):
+        for row in (pool.map if pool else map)(partial(read_one, truth_masks=truth_masks), photos):
             rows.append(row)
             log(f"{row['photo']}: {'REFUSED ' + str(row['refusal']) if row['refused'] else 'scored'} "
                 f"exact={row.get('score_exact')} conf={row['confidence']} {row['seconds']:.2f}s {row['bands']}")
     finally:
         if pool:
             pool.shutdown()
-    return summarise(rows)
+    result = summarise(rows)
+    if truth_masks:
+        result["pixel_model"] = "none: the renders' per-pixel truth (--truth-masks)"
+    return result
 
 
 def _summary(rows: list[dict]) -> dict[str, Any]:
@@ -259,12 +301,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="photos read at once, one core each (default 1)")
+    ap.add_argument("--truth-masks", action="store_true",
+                    help="read with the renders' per-pixel truth instead of the pixel model (the later stages' ceiling)")
     args = ap.parse_args(argv)
     if not args.folder.is_dir():
         print(f"{args.folder}: not a folder", file=sys.stderr)
         return 2
     result = run(args.folder, args.limit, log=(lambda *a: None) if args.quiet else (lambda s: print(s, file=sys.stderr)),
-                 jobs=max(1, args.jobs))
+                 jobs=max(1, args.jobs), truth_masks=args.truth_masks)
     print_table(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

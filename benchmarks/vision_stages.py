@@ -1,6 +1,6 @@
 """Measure the photo reader stage by stage against rendered ground truth (pose, lattice, pieces).
 
-    python -m benchmarks.vision_stages DIR [--limit N] [--jobs 2] [--json out.json]
+    python -m benchmarks.vision_stages DIR [--limit N] [--jobs 2] [--json out.json] [--truth-masks]
 
 The end-to-end benchmark (benchmarks.vision_benchmark) says how often a photo is read right; this one
 says *which stage* went wrong, in the manner of chesscog's per-stage evaluation:
@@ -12,6 +12,9 @@ says *which stage* went wrong, in the manner of chesscog's per-stage evaluation:
   mapped points from whole lattice steps; 0.25 is chance);
 - pieces: tower and wall recall/precision of the grey castle (keeps are not read here).
 
+With `--truth-masks` the stages read the renders' per-pixel truth instead of the pixel model's masks,
+which separates the geometry's own errors from those of the masks it is given.
+
 Needs photos rendered by `castellan synth` (their JSON carries the camera and lattice_to_image).
 """
 from __future__ import annotations
@@ -21,12 +24,13 @@ import json
 import math
 import statistics
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.vision_benchmark import band, compare
+from benchmarks.vision_benchmark import _use_truth_masks, band, compare, with_truth_masks
 
 
 def _lattice_errors(true_l2i: np.ndarray, est_l2i: np.ndarray, towers: np.ndarray) -> dict[str, float]:
@@ -45,7 +49,7 @@ def _lattice_errors(true_l2i: np.ndarray, est_l2i: np.ndarray, towers: np.ndarra
     return {"pitch_ratio": round(ratio, 3), "angle_err_deg": round(min(angle, 90 - angle), 2), "phase": round(phase, 3)}
 
 
-def measure(photo: Path) -> dict[str, Any]:
+def measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     import cv2
 
     from scoring import parse_castle
@@ -56,6 +60,8 @@ def measure(photo: Path) -> dict[str, Any]:
     cv2.setNumThreads(1)
     truth = json.loads(photo.with_suffix(".json").read_text())
     row: dict[str, Any] = {"photo": photo.name, "bands": band(truth.get("conditions", {}))}
+    if truth_masks:
+        _use_truth_masks(photo, truth)
     ph = decode_photo(photo.read_bytes())
     S = np.diag([ph.scale, ph.scale, 1.0])
     masks = compute_masks(ph.bgr)
@@ -91,9 +97,9 @@ def measure(photo: Path) -> dict[str, Any]:
     return row
 
 
-def _safe_measure(photo: Path) -> dict[str, Any]:
+def _safe_measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     try:
-        return measure(photo)
+        return measure(photo, truth_masks)
     except Exception as exc:  # a crash is a finding of this benchmark, not the end of it
         return {"photo": photo.name, "stage": "crash", "error": repr(exc)}
 
@@ -130,10 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--truth-masks", action="store_true", help="the renders' per-pixel truth instead of the pixel model's masks")
     args = ap.parse_args(argv)
-    photos = sorted(p for p in args.folder.glob("*.jpg") if p.with_suffix(".json").exists())[: args.limit]
+    photos = sorted(p for p in args.folder.glob("*.jpg") if p.with_suffix(".json").exists())
+    if args.truth_masks:
+        photos = with_truth_masks(photos)
+    photos = photos[: args.limit]
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(_safe_measure, photos))
+        rows = list(pool.map(partial(_safe_measure, truth_masks=args.truth_masks), photos))
     print(f"{'photo':<16}{'src':<7}{'normal°':>8}{'f ratio':>8}{'pitch0':>8}{'pitch':>7}{'angle°':>7}{'phase':>6}  towers r/p   elev  table")
     for r in rows:
         la, fl = r.get("lattice", {}), r.get("first_lattice", {})

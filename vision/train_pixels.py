@@ -33,6 +33,15 @@ def item_mask_path(photo: Path) -> Path:
     return photo.with_name(photo.stem + "_mask.png")
 
 
+def item_classes(truth: dict, item_labels: np.ndarray) -> np.ndarray:
+    """uint8 per pixel of the renderer's item labels: 0 other, 1 grey plastic, 2 keep."""
+    kind_of = np.zeros(int(item_labels.max()) + 1, np.uint8)
+    for item in list(truth["pieces"]) + list(truth.get("clutter") or []):
+        if item.get("mask_id") is not None and item["mask_id"] < len(kind_of):
+            kind_of[item["mask_id"]] = 1 if item["kind"] in GREY_KINDS else (2 if item["kind"] == "keep" else 0)
+    return kind_of[item_labels]
+
+
 def truth_labels(truth: dict, shape: tuple[int, int], scale: float, item_labels: np.ndarray | None = None) -> np.ndarray:
     """int8 per pixel: 0 other, 1 grey, 2 keep, -1 left out.
 
@@ -41,11 +50,7 @@ def truth_labels(truth: dict, shape: tuple[int, int], scale: float, item_labels:
     in the gaps between merlons and so teaches a slightly fat mask)."""
     items = list(truth["pieces"]) + list(truth.get("clutter") or [])
     if item_labels is not None:
-        kind_of = np.zeros(int(item_labels.max()) + 1, np.uint8)
-        for item in items:
-            if item.get("mask_id") is not None and item["mask_id"] < len(kind_of):
-                kind_of[item["mask_id"]] = 1 if item["kind"] in GREY_KINDS else (2 if item["kind"] == "keep" else 0)
-        labels = cv2.resize(kind_of[item_labels], shape[::-1], interpolation=cv2.INTER_NEAREST)
+        labels = cv2.resize(item_classes(truth, item_labels), shape[::-1], interpolation=cv2.INTER_NEAREST)
     else:
         grey, keep = np.zeros(shape, np.uint8), np.zeros(shape, np.uint8)
         for item in items:

@@ -47,3 +47,29 @@ def test_condition_bands():
 def test_benchmark_refuses_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nope")]) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_truth_masks_answer_for_the_pixel_model_and_photos_without_them_are_left_out(tmp_path, monkeypatch):
+    import types
+
+    import cv2
+    import numpy as np
+
+    import vision.masks
+    from benchmarks.vision_benchmark import _use_truth_masks, with_truth_masks
+
+    monkeypatch.setattr(vision.masks, "learned_probabilities", vision.masks.learned_probabilities)  # restored after
+    items = np.zeros((4, 6), np.uint16)
+    items[:, 2:4], items[:, 4:] = 7, 9  # a tower's pixels, then a keep's
+    cv2.imwrite(str(tmp_path / "a_mask.png"), items)
+    truth = {"pieces": [{"kind": "tower", "mask_id": 7}, {"kind": "keep", "mask_id": 9}]}
+    (tmp_path / "a.jpg").write_bytes(b"")
+    (tmp_path / "b.jpg").write_bytes(b"")
+    logged = []
+    assert with_truth_masks([tmp_path / "a.jpg", tmp_path / "b.jpg"], logged.append) == [tmp_path / "a.jpg"]
+    assert "b.jpg" in logged[0]
+    _use_truth_masks(tmp_path / "a.jpg", truth)
+    probs = vision.masks.learned_probabilities(types.SimpleNamespace(lab=np.zeros((8, 12, 3), np.uint8)))
+    assert probs.shape == (8, 12, 3)
+    assert probs[:, :4].argmax(axis=2).tolist() == [[0] * 4] * 8  # table
+    assert (probs[:, 4:8].argmax(axis=2) == 1).all() and (probs[:, 8:].argmax(axis=2) == 2).all()
