@@ -31,6 +31,10 @@ class FoundKeep:
     stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
     fill: float = 1.0  # the blob's area over a single keep's silhouette there (low: its sides were missed)
     height_doubt: bool = False  # set by the reader: single or double is a likely misread (see pipeline.HEIGHT_DOUBT)
+    lean: float = MIN_LEAN_PX  # pixels between where a single and a Double Keep's top would be seen there
+    double_fill: float = 1.0  # the fill a Double Keep would show there (its silhouette's area over a single's)
+    iou: float = 0.0  # how well the chosen silhouette covers the blob
+    height_by_size: bool = False  # single or double read from the blob's size (heights_from_size), not its outline
 
 
 def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
@@ -110,6 +114,49 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
             only={_blob_key(k.colour, k.px) for k in found})}
         found = [again.get(_blob_key(k.colour, k.px), k) for k in found]
+    return heights_from_size(found)
+
+
+def _shape_confidence(iou: float) -> float:
+    """How surely a blob that a keep's silhouette covers this well is a keep seen whole."""
+    return float(np.clip(iou / 0.6, 0, 1))
+
+
+def heights_from_size(found: list[FoundKeep], *, min_keeps: int = 5, noise_floor: float = 0.03,
+                      per_sigma: float = 0.1, min_separation: float = 2.5) -> list[FoundKeep]:
+    """Single or double by the blob's size where the photo cannot show a keep's height by its lean.
+
+    Seen from nearly straight above, a Double Keep's silhouette is its top face, only nearer the
+    camera: a few percent bigger than a single keep's (`double_fill`), and the silhouettes' IoU cannot
+    tell them apart. Its blob's size can, measured against the photo's other keeps (their median
+    fill, most keeps being single; their spread is the noise). A keep whose top would lean less than
+    MIN_LEAN_PX is read double when its fill is nearer, in ratio, to a double's than to a single's; its
+    `stacked` evidence becomes `per_sigma` per standard deviation of the keeps' fills beyond that
+    midpoint, and its confidence how many standard deviations away from it the fill is, unless a
+    single's and a double's fills lie less than `min_separation` standard deviations apart or the
+    blob's fill is more than three from both.
+    Needs `min_keeps` keeps to measure the typical fill and its spread.
+    """
+    if len(found) < min_keeps:
+        return found
+    log_fill = np.log(np.maximum([k.fill for k in found], 1e-3))
+    typical = float(np.median(log_fill))
+    sigma = max(noise_floor, 1.4826 * float(np.median(np.abs(log_fill - typical))))
+    for k, lf in zip(found, log_fill):
+        if k.lean >= MIN_LEAN_PX or k.double_fill <= 1.0:
+            continue
+        double_log = math.log(k.double_fill)
+        z = (lf - typical - 0.5 * double_log) / sigma
+        by_outline = (k.double, k.confidence)
+        k.double, k.height_by_size = bool(z > 0), True
+        k.stacked = float(np.clip(per_sigma * z, -1.0, 1.0))
+        k.confidence = _shape_confidence(k.iou) * float(np.clip(abs(z) / 2.0, 0.2, 1.0))
+        # Blobs whose sizes scatter about as widely as a single and a double differ (keeps merged with a
+        # shadow, or missing a side), or a blob far bigger or smaller than either, still tell heights
+        # better than the outline does (on development renders), but not surely: no surer than the
+        # outline's own reading when they agree, and weak when they do not.
+        if double_log < min_separation * sigma or min(abs(lf - typical), abs(lf - typical - double_log)) > 3.0 * sigma:
+            k.confidence = min(k.confidence, by_outline[1] if by_outline[0] == k.double else 0.25)
     return found
 
 
@@ -160,16 +207,19 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: n
                 continue  # a coloured speck or a card, not a keep-shaped thing
             if not 0.35 <= area / max(1.0, cv2.contourArea(poly.astype(np.float32))) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
-            conf = float(np.clip(iou / 0.6, 0, 1) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))
+            conf = float(_shape_confidence(iou) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))
             # Seen from straight above, a Double Keep differs from a single one only by how far its top
             # leans; where that difference is a few pixels the height cannot be told, so say so.
             lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
             conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
             stacked = per_h[True][0] - per_h[False][0] if len(per_h) == 2 else (1.0 if double else -1.0)
             single_area = cv2.contourArea(per_h[False][2].astype(np.float32)) if False in per_h else 0.0
+            double_area = cv2.contourArea(per_h[True][2].astype(np.float32)) if True in per_h else 0.0
             found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
                                    (float(cents[k][0]), float(cents[k][1])), poly, float(stacked),
-                                   fill=float(area / single_area) if single_area > 0 else 1.0))
+                                   fill=float(area / single_area) if single_area > 0 else 1.0,
+                                   lean=float(lean), iou=float(iou),
+                                   double_fill=float(double_area / single_area) if single_area > 0 else 1.0))
     return _merge_fragments(found, 2.5 * half)
 
 

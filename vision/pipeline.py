@@ -374,7 +374,9 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     looked single alone, or none is read double but one nearly looks it) counts as uncertain in the
     confidence. So does a colour read without a Double Keep where one keep's blob is `larger` times
     the others' (relative to a single keep's silhouette there): a Double Keep whose lower body merges
-    with the table or a shadow fits a single keep's outline, but its blob is still bigger.
+    with the table or a shadow fits a single keep's outline, but its blob is still bigger. Keeps
+    whose height was read from their size (keeps.heights_from_size) carry that reading's certainty in
+    their confidence: only the comparison within the colour applies to them.
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
@@ -397,6 +399,8 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"{looked} keeps of {colour} looked stacked; a player has one Double Keep, so only the clearest one was read as double"})
+        elif top.height_by_size:
+            pass  # its size said single, and how surely is its confidence: the outline's rules below do not apply
         elif typical is not None and top.stacked - typical > stands_out and top.stacked > -stands_out:
             top.double = True
             top.confidence, top.height_doubt = min(top.confidence, 0.5 * KEEP_DOUBT), True
@@ -406,8 +410,8 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             # Read single, but nearly as well explained stacked: a Double Keep seen from high up looks
             # like this, and missing it halves a courtyard's points.
             top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
-        if not any(k.double for k in ks):
-            biggest = max(ks, key=lambda k: k.fill)
+        biggest = max(ks, key=lambda k: k.fill)
+        if not any(k.double for k in ks) and not biggest.height_by_size:  # (its size was weighed already)
             others = [k.fill for k in ks if k is not biggest]
             if len(others) < 2:  # too few of its colour to say what a single one looks like here
                 others = [k.fill for k in keeps if k is not biggest and not k.double]

@@ -51,3 +51,29 @@ def test_keeps_at_their_nominal_size_are_read_as_drawn():
     keeps = [((0.5, 0.5), True), ((1.5, 0.5), False), ((2.5, 1.5), False), ((0.5, 2.5), False)]
     found = find_keeps(cam, _label(cam, keeps, dims, shrink=1.0), dims)
     assert len(found) == 4 and _read_as(found, keeps) == [d for _, d in keeps]
+
+
+def _top_down_camera() -> Camera:
+    # Straight above: a Double Keep's top leans at most a pixel or two from a single's, and only its
+    # nearer top face makes its silhouette bigger.
+    K, R, t = look_at_camera(90.0, 30.0, 14.0, np.array([2.0, 2.0, 0.0]), SIZE, 600.0)
+    return Camera(K, R, t)
+
+
+def test_seen_from_straight_above_a_double_keep_is_told_by_its_size():
+    cam, dims = _top_down_camera(), Dims()
+    keeps = [((0.5, 0.5), False), ((1.5, 0.5), False), ((2.5, 1.5), True), ((0.5, 2.5), False),
+             ((3.5, 3.5), False), ((1.5, 3.5), False)]
+    found = find_keeps(cam, _label(cam, keeps, dims, shrink=1.0), dims)
+    assert len(found) == 6 and _read_as(found, keeps) == [d for _, d in keeps]
+    assert all(k.height_by_size for k in found)
+    double = next(k for k in found if k.double)
+    assert double.confidence >= 0.5 and double.fill > 1.05
+
+
+def test_seen_from_straight_above_with_too_few_keeps_to_compare_the_height_stays_uncertain():
+    cam, dims = _top_down_camera(), Dims()
+    keeps = [((0.5, 0.5), False), ((2.5, 1.5), True), ((0.5, 2.5), False)]
+    found = find_keeps(cam, _label(cam, keeps, dims, shrink=1.0), dims)
+    assert len(found) == 3 and not any(k.height_by_size for k in found)
+    assert all(k.confidence < 0.5 for k in found)
