@@ -103,6 +103,8 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     smaller one when blobs come out smaller than the keeps (a pixel lost all round, a piece scale a
     little off). So when the single keeps (at least `min_keeps`) cover their silhouettes by more than
     `size_tolerance` less or more than fully, the keeps are found again at the size their blobs show.
+    Keeps seen from so nearly straight above that their outline cannot show their height are then read
+    by their size against the photo's other keeps (heights_from_size).
     """
     found = _find_keeps_sized(cam, keep_label, dims, ground, castle)
     fills = [k.fill for k in found if not k.double]
