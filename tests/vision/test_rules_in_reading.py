@@ -2,7 +2,7 @@
 per colour (C5), no more towers than the boxes hold; and "cut off" only when the castle reaches the edge."""
 import numpy as np
 
-from vision.pipeline import add_required_towers
+from vision.pipeline import add_required_towers, join_hidden_walls
 from vision.reconstruct import Decision, Dims, Element, Fit
 
 
@@ -229,3 +229,38 @@ def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game
     from tests.vision.toyscene import SMALL_CASTLE
 
     assert _assess_reading(parse_castle(SMALL_CASTLE), weak=2).refusal is None  # 6 towers and 7 walls
+
+
+def _square_with_hidden_wall(margin_of_hidden: float) -> Fit:
+    """Four towers around one courtyard, three walls clearly seen; the fourth wall's silhouette lies
+    wholly inside its two towers' (as when seen along it from low down)."""
+    towers = [(0, 0), (1, 0), (1, 1), (0, 1)]
+    elements = [Element("tower", p, np.arange(100 * n, 100 * n + 100)) for n, p in enumerate(towers)]
+    seen = [((0, 0), (1, 0)), ((1, 0), (1, 1)), ((0, 0), (0, 1))]
+    elements += [Element("edge", e, np.arange(1000 + 100 * n, 1100 + 100 * n)) for n, e in enumerate(seen)]
+    elements.append(Element("edge", ((0, 1), (1, 1)), np.arange(250, 350)))  # inside towers (1,1) and (0,1)
+    active = np.array([True] * 7 + [False])
+    margin = np.array([0.9] * 7 + [margin_of_hidden])
+    return Fit(lattice=None, cam=None, dims=Dims(), elements=elements, decision=Decision(active, margin, 0.0), sites=[])
+
+
+def _red_keep_at(at: tuple[float, float]):
+    from vision.keeps import FoundKeep
+
+    return FoundKeep("red", at, False, 0.9, (0.0, 0.0), np.zeros((0, 2)))
+
+
+def test_a_wall_hidden_between_neighbouring_towers_is_read_as_present():
+    fit = _square_with_hidden_wall(0.0)
+    notes = join_hidden_walls(fit, [_red_keep_at((0.5, 0.5))])
+    assert fit.decision.active[-1]
+    assert len(notes) == 1 and "[0, 1]-[1, 1]" in notes[0]["message"]
+
+
+def test_a_hidden_wall_is_not_read_where_the_rules_or_the_photo_say_it_is_not_there():
+    # It would close a courtyard no keep claims (C7): the rules prefer the wall absent.
+    fit = _square_with_hidden_wall(0.0)
+    assert join_hidden_walls(fit, []) == [] and not fit.decision.active[-1]
+    # Its pixels clearly say "no wall" (a strongly negative margin).
+    fit = _square_with_hidden_wall(-0.5)
+    assert join_hidden_walls(fit, [_red_keep_at((0.5, 0.5))]) == [] and not fit.decision.active[-1]
