@@ -48,19 +48,46 @@ def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: fl
     return cv2.convexHull(cam.project(np.array(pts)).astype(np.float32)).reshape(-1, 2)
 
 
-def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int]) -> float:
+def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int], hidden: np.ndarray | None = None) -> tuple[float, int]:
+    """(IoU, pixels in view) of a silhouette against a blob, leaving out the silhouette's `hidden` pixels."""
     x0, y0, x1, y1 = box
     tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
     cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
+    seen = tile.astype(bool)
+    if hidden is not None:
+        seen &= ~hidden[y0:y1, x0:x1]
     b = blob[y0:y1, x0:x1]
-    inter = np.logical_and(tile, b).sum()
-    union = np.logical_or(tile, b).sum()
-    return float(inter) / max(1, union)
+    inter = np.logical_and(seen, b).sum()
+    union = np.logical_or(seen, b).sum()
+    return float(inter) / max(1, union), int(seen.sum())
+
+
+@dataclass(frozen=True)
+class Occluders:
+    """The grey pieces read so far, which can hide part of a keep behind them: each piece's footprint
+    centre (lattice units) and its silhouette's flat pixel indices, and the grey plastic the photo shows."""
+
+    centres: np.ndarray  # (N, 2)
+    silhouettes: tuple[np.ndarray, ...]
+    grey: np.ndarray  # bool (H, W)
+
+    def hiding(self, cam: Camera, at: np.ndarray, reach: float = 2.5) -> np.ndarray:
+        """Grey pixels of the pieces between the camera and a keep standing at `at` (bool, H x W)."""
+        hidden = np.zeros(self.grey.size, bool)
+        eye = -cam.R.T @ cam.t  # the camera's centre in the table frame
+        keep_dist = float(np.hypot(*(eye[:2] - at)))
+        near = np.hypot(*(self.centres - at).T) < reach
+        nearer = np.hypot(*(self.centres - eye[:2]).T) < keep_dist - 0.1
+        for k in np.flatnonzero(near & nearer):
+            hidden[self.silhouettes[k]] = True
+        return hidden.reshape(self.grey.shape) & self.grey
 
 
 def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbox: tuple[int, int, int, int],
-               half: float, h1: float) -> dict[bool, tuple[float, np.ndarray, np.ndarray]]:
-    """{double: (IoU, where it stands, silhouette)} of the best single and the best stacked keep for a blob.
+               half: float, h1: float, occluders: Occluders | None = None) -> dict[bool, tuple[float, np.ndarray, np.ndarray, int]]:
+    """{double: (IoU, where it stands, silhouette, its pixels in view)} of the best single and the best
+    stacked keep for a blob; with `occluders`, the part of a silhouette hidden by the pieces in front of
+    it is left out.
 
     Keeps stand at any angle and anywhere in their courtyard: position and yaw are searched for each
     height; the better best IoU decides single or double.
@@ -71,6 +98,7 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
     for double in (False, True):
         hk = h1 * (2 if double else 1)
         at0 = cam.image_to_plane(np.array([centroid], float), z=hk / 2)[0]
+        hidden = occluders.hiding(cam, at0) if occluders is not None else None
         top = None
         for dx in (-0.06, 0.0, 0.06):
             for dy in (-0.06, 0.0, 0.06):
@@ -83,21 +111,24 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
                     y1 = int(min(H, max(poly[:, 1].max(), by + bh) + 3))
                     if x1 <= x0 or y1 <= y0:
                         continue
-                    score = _iou(poly, blob, (x0, y0, x1, y1))
+                    score, seen = _iou(poly, blob, (x0, y0, x1, y1), hidden)
                     if top is None or score > top[0]:
-                        top = (score, at, poly)
+                        top = (score, at, poly, seen)
         if top is not None:
             per_h[double] = top
     return per_h
 
 
 def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
-               castle: np.ndarray | None = None, *, min_keeps: int = 3, size_tolerance: float = 0.05) -> list[FoundKeep]:
+               castle: np.ndarray | None = None, occluders: Occluders | None = None, *, min_keeps: int = 3,
+               size_tolerance: float = 0.05) -> list[FoundKeep]:
     """Keeps in the photo (cam in lattice units; dims gives the keep's size, at the fitted piece scale).
 
     `ground` marks table pixels: outside the castle (`castle` mask) a keep stands on the table, so a
     coloured blob surrounded by something else (the game box's print, a card) is not a keep. Inside
     the castle a keep's surroundings are walls, shadows and its own dark sides, so no such test.
+    With `occluders` (the grey pieces read), a keep's blob is compared with the part of its
+    silhouette that the pieces in front of it leave in view.
 
     Single and double are told apart by how well each silhouette covers a blob, which favours the
     smaller one when blobs come out smaller than the keeps (a pixel lost all round, a piece scale a
@@ -106,7 +137,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     Keeps seen from so nearly straight above that their outline cannot show their height are then read
     by their size against the photo's other keeps (heights_from_size).
     """
-    found = _find_keeps_sized(cam, keep_label, dims, ground, castle)
+    found = _find_keeps_sized(cam, keep_label, dims, ground, castle, occluders)
     fills = [k.fill for k in found if not k.double]
     typical_fill = float(np.median(fills)) if fills else 1.0
     if len(fills) >= min_keeps and abs(typical_fill - 1.0) > size_tolerance:
@@ -114,7 +145,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
         # Which blobs are keeps was decided at the fitted piece scale; only their heights are read again.
         again = {_blob_key(k.colour, k.px): k for k in _find_keeps_sized(
             cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
-            only={_blob_key(k.colour, k.px) for k in found})}
+            occluders, only={_blob_key(k.colour, k.px) for k in found})}
         found = [again.get(_blob_key(k.colour, k.px), k) for k in found]
     return heights_from_size(found)
 
@@ -168,7 +199,8 @@ def _blob_key(colour: str, centroid: tuple[float, float]) -> tuple[str, int, int
 
 
 def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None,
-                      castle: np.ndarray | None, only: set[tuple[str, int, int]] | None = None) -> list[FoundKeep]:
+                      castle: np.ndarray | None, occluders: Occluders | None = None,
+                      only: set[tuple[str, int, int]] | None = None) -> list[FoundKeep]:
     """find_keeps for keeps of the size `dims` gives; with `only`, just the blobs it names (_blob_key)."""
     half, h1 = dims.keep_half, dims.keep_h
     found: list[FoundKeep] = []
@@ -199,15 +231,15 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: n
                 ring = ring.astype(bool) & ~(keep_label[ys0:y + bh + pad, xs0:x + bw + pad] > 0)
                 if ring.any() and ground[ys0:y + bh + pad, xs0:x + bw + pad][ring].mean() < 0.5:
                     continue
-            per_h = _best_fits(cam, blob, (cents[k][0], cents[k][1]), tuple(stats[k, :4]), half, h1)
+            per_h = _best_fits(cam, blob, (cents[k][0], cents[k][1]), tuple(stats[k, :4]), half, h1, occluders)
             if not per_h:
                 continue
             double = max(per_h, key=lambda d: per_h[d][0])
-            iou, at, poly = per_h[double]
+            iou, at, poly, _ = per_h[double]
             other = per_h.get(not double, (0.0,))[0]
             if iou < 0.3:
                 continue  # a coloured speck or a card, not a keep-shaped thing
-            if not 0.35 <= area / max(1.0, cv2.contourArea(poly.astype(np.float32))) <= 1.8:
+            if not 0.35 <= area / max(1.0, per_h[double][3]) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
             conf = float(_shape_confidence(iou) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))
             # Seen from straight above, a Double Keep differs from a single one only by how far its top

@@ -21,7 +21,7 @@ from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import FoundKeep, find_keeps
+from vision.keeps import FoundKeep, Occluders, find_keeps
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
@@ -240,6 +240,13 @@ def build_castle(fit: Fit, keeps: list[FoundKeep]):
         keeps=tuple(Keep(k.colour, (round(k.at[0] - ox, 3), round(k.at[1] - oy, 3)), k.double) for k in keeps),
     )
     return castle, (ox, oy)
+
+
+def _occluders(fit: Fit, grey: np.ndarray) -> Occluders:
+    """The decided grey pieces, as what can hide a keep (see keeps.Occluders)."""
+    pieces = [el for el, a in zip(fit.elements, fit.decision.active) if a and len(el.idx)]
+    centres = np.array([el.key if el.kind == "tower" else np.mean(el.key, axis=0) for el in pieces], float).reshape(-1, 2)
+    return Occluders(centres, tuple(el.idx for el in pieces), grey)
 
 
 def _rule_problems(castle) -> int:
@@ -839,7 +846,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
     if fit is not None:
         with timer.stage("keeps"):
             keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
-                               castle=castle_hull(region))
+                               castle=castle_hull(region), occluders=_occluders(fit, masks.grey))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
             castle, offset = build_castle(fit, keeps)

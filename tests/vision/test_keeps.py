@@ -77,3 +77,24 @@ def test_seen_from_straight_above_with_too_few_keeps_to_compare_the_height_stays
     found = find_keeps(cam, _label(cam, keeps, dims, shrink=1.0), dims)
     assert len(found) == 3 and not any(k.height_by_size for k in found)
     assert all(k.confidence < 0.5 for k in found)
+
+
+def test_a_double_keep_half_hidden_behind_a_wall_is_read_double_when_the_wall_is_known():
+    # A wall just in front of the keep hides its lower part: what shows is a single keep's worth of
+    # blob, which alone reads as a single keep.
+    from vision.keeps import Occluders
+
+    cam, dims = _camera(), Dims()
+    at = np.array([2.5, 1.5])
+    eye = -cam.R.T @ cam.t
+    front = at + 0.45 * (eye[:2] - at) / np.linalg.norm(eye[:2] - at)
+    for double in (True, False):
+        grey = np.zeros(SIZE[::-1], np.uint8)
+        cv2.fillConvexPoly(grey, np.round(_silhouette(cam, front, 0.2, 0.45, 0.0)).astype(np.int32), 1)
+        label = _label(cam, [(tuple(at), double)], dims, shrink=1.0)
+        label[grey > 0] = 0
+        occluders = Occluders(np.array([front]), (np.flatnonzero(grey.ravel()),), grey > 0)
+        seen = find_keeps(cam, label, dims, occluders=occluders)
+        assert len(seen) == 1 and seen[0].double is double
+        if double:  # what the reader did without knowing the wall
+            assert find_keeps(cam, label, dims)[0].double is False
