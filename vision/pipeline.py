@@ -303,8 +303,8 @@ def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) 
     cannot say whether the wall stands. Towers side by side nearly always are joined (96 % of the
     neighbouring towers of 400 rendered finished castles). Only walls with at most `max_free` of their
     silhouette outside the decided pieces', and not clearly ruled out there, are taken, and of those
-    none whose absence the rules prefer (a courtyard it would close has no keep, C7; it would meet the
-    middle of a long wall, G4). They stay uncertain in the confidence (their margin is about nil).
+    none whose absence breaks fewer rules (a courtyard it would close has no keep, C7, for one). They
+    stay uncertain in the confidence (their margin is about nil).
     """
     active, margin = fit.decision.active, fit.decision.margin
     cover = np.zeros(max((int(el.idx.max()) + 1 for el in fit.elements if len(el.idx)), default=0), np.int16)
@@ -479,8 +479,8 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
 
     Only pieces whose image evidence is weak (|margin| < PIECE_MARGIN) may be flipped, one or two at a
     time, and only when that removes rule problems (G1-G6, piece counts), after the Double Keeps are
-    chosen per colour (C5), short walls stopping free completed to long walls where the photo or the
-    piece counts say so, towers added where walls meet (G1) and surplus towers in straight runs removed
+    chosen per colour (C5), walls the view hides between neighbouring towers read as present, short
+    walls stopping free completed to long walls where the photo or the piece counts say so, towers added where walls meet (G1) and surplus towers in straight runs removed
     (the boxes' piece counts). The confidence still counts these pieces as uncertain.
     """
     notes = choose_double_keeps(keeps)
