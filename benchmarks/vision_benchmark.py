@@ -115,7 +115,7 @@ def band(conditions: dict[str, Any]) -> dict[str, str]:
             "mat": "mat" if conditions.get("mat_present") else "no mat"}
 
 
-def _use_truth_masks(p: Path, truth_json: dict) -> None:
+def use_truth_masks(p: Path, truth_json: dict) -> None:
     """Make the pixel model answer with the render's per-pixel truth of photo `p` (one-hot)."""
     import cv2
     import numpy as np
@@ -157,7 +157,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     cv2.setNumThreads(1)  # the target is seconds per photo on one core
     truth_json = json.loads(p.with_suffix(".json").read_text())
     if truth_masks:
-        _use_truth_masks(p, truth_json)
+        use_truth_masks(p, truth_json)
     truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
     truth_castle_only = parse_castle(truth_json["castle"])
     true_score = score_castle(truth_castle_only).to_json()["players"]

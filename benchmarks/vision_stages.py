@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.vision_benchmark import _use_truth_masks, band, compare, with_truth_masks
+from benchmarks.vision_benchmark import band, compare, use_truth_masks, with_truth_masks
 
 
 def _lattice_errors(true_l2i: np.ndarray, est_l2i: np.ndarray, towers: np.ndarray) -> dict[str, float]:
@@ -61,7 +61,7 @@ def measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     truth = json.loads(photo.with_suffix(".json").read_text())
     row: dict[str, Any] = {"photo": photo.name, "bands": band(truth.get("conditions", {}))}
     if truth_masks:
-        _use_truth_masks(photo, truth)
+        use_truth_masks(photo, truth)
     ph = decode_photo(photo.read_bytes())
     S = np.diag([ph.scale, ph.scale, 1.0])
     masks = compute_masks(ph.bgr)

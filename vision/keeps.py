@@ -235,11 +235,11 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: n
             if not per_h:
                 continue
             double = max(per_h, key=lambda d: per_h[d][0])
-            iou, at, poly, _ = per_h[double]
+            iou, at, poly, in_view = per_h[double]
             other = per_h.get(not double, (0.0,))[0]
             if iou < 0.3:
                 continue  # a coloured speck or a card, not a keep-shaped thing
-            if not 0.35 <= area / max(1.0, per_h[double][3]) <= 1.8:
+            if not 0.35 <= area / max(1.0, in_view) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
             conf = float(_shape_confidence(iou) * np.clip((iou - other) / 0.2 + 0.4, 0, 1))
             # Seen from straight above, a Double Keep differs from a single one only by how far its top

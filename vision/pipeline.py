@@ -307,10 +307,7 @@ def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) 
     stay uncertain in the confidence (their margin is about nil).
     """
     active, margin = fit.decision.active, fit.decision.margin
-    cover = np.zeros(max((int(el.idx.max()) + 1 for el in fit.elements if len(el.idx)), default=0), np.int16)
-    for el, a in zip(fit.elements, active):
-        if a:
-            cover[el.idx] += 1
+    cover = fit.cover()
     towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
     joined = []
     for i, el in enumerate(fit.elements):
@@ -604,10 +601,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         return Assessment(0.0, NO_CASTLE, {"castle": 0.0}, findings)
     # How well the pieces explain the grey pixels of the castle.
     w = weight_mask.ravel()
-    covered = np.zeros(w.shape[0], bool)
-    for el, a in zip(fit.elements, active):
-        if a:
-            covered[el.idx] = True
+    covered = fit.cover(w.shape[0]) > 0
     reg = region.ravel()
     pos = (w > 0) & reg
     recall = float((covered & pos).sum()) / max(1, pos.sum())

@@ -196,6 +196,17 @@ class Fit:
     sites: list[tuple[int, int]]
     adj: tuple[float, float, float] = (0.0, 0.0, 1.0)  # camera tilt x, tilt y, focal scale found by the search
 
+    def cover(self, n_pixels: int | None = None) -> np.ndarray:
+        """How many decided pieces' silhouettes cover each pixel (flat; `n_pixels` long, or to the last
+        pixel any candidate's silhouette reaches)."""
+        if n_pixels is None:
+            n_pixels = max((int(el.idx.max()) + 1 for el in self.elements if len(el.idx)), default=0)
+        cover = np.zeros(n_pixels, np.int16)
+        for el, a in zip(self.elements, self.decision.active):
+            if a:
+                cover[el.idx] += 1
+        return cover
+
 
 def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
     """Sum of `weight` (flat) under the union of the given pieces' silhouettes."""

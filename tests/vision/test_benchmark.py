@@ -56,7 +56,7 @@ def test_truth_masks_answer_for_the_pixel_model_and_photos_without_them_are_left
     import numpy as np
 
     import vision.masks
-    from benchmarks.vision_benchmark import _use_truth_masks, with_truth_masks
+    from benchmarks.vision_benchmark import use_truth_masks, with_truth_masks
 
     monkeypatch.setattr(vision.masks, "learned_probabilities", vision.masks.learned_probabilities)  # restored after
     items = np.zeros((4, 6), np.uint16)
@@ -68,7 +68,7 @@ def test_truth_masks_answer_for_the_pixel_model_and_photos_without_them_are_left
     logged = []
     assert with_truth_masks([tmp_path / "a.jpg", tmp_path / "b.jpg"], logged.append) == [tmp_path / "a.jpg"]
     assert "b.jpg" in logged[0]
-    _use_truth_masks(tmp_path / "a.jpg", truth)
+    use_truth_masks(tmp_path / "a.jpg", truth)
     probs = vision.masks.learned_probabilities(types.SimpleNamespace(lab=np.zeros((8, 12, 3), np.uint8)))
     assert probs.shape == (8, 12, 3)
     assert probs[:, :4].argmax(axis=2).tolist() == [[0] * 4] * 8  # table
