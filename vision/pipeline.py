@@ -27,7 +27,7 @@ from vision.masks import Masks, compute_masks
 from vision.overlay import OWNER_BGR, draw_overlay
 from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
 from vision.profile import ReadingSettings, settings_from_profile
-from vision.reconstruct import TOWER_H, TOWER_HALF, Dims, Fit, element_boxes, fit_castle
+from vision.reconstruct import TOWER_H, TOWER_HALF, Dims, Fit, box_pixels, element_boxes, fit_castle
 
 # Below this a reading is refused. Chosen so that no wrong score is given on the development renders
 # (benchmarks/vision_benchmark.py on out/fresh, 200, and out/unseen3, 200, seeds 130000+: wrong scores
@@ -226,7 +226,7 @@ def build_castle(fit: Fit, keeps: list[FoundKeep]):
         used.add((p, q))
         d = (q[0] - p[0], q[1] - p[1])
         nxt = (q, (q[0] + d[0], q[1] + d[1]))
-        if q not in towers and nxt in edge_set and nxt not in used:
+        if q not in towers and q not in fit.open_joints and nxt in edge_set and nxt not in used:
             used.add(nxt)
             walls.append(Wall.between(p, nxt[1]))
         else:
@@ -409,6 +409,49 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
                       "message": f"more towers than {castle.sets_in_play} set(s) hold; the one least clearly seen at "
                                  f"{list(fit.elements[i].key)} was read as the middle of a long wall"})
     return notes
+
+
+def open_joints(fit: Fit, weight: np.ndarray, shape: tuple[int, int], min_view: float = 0.25,
+                clear: float = 0.4) -> list[dict]:
+    """Two short walls ending in line at a lattice point with no tower: told from a long wall by the gap.
+
+    A long wall runs on over its middle lattice point; two short walls that meet there with open ends
+    (legal: a tower may still be added, rules.md G1, G4) leave a tower's width of table between them.
+    Each long wall's middle is checked: the part of that gap no other decided piece covers in the photo
+    must show clearly no plastic (mean evidence below -`clear`), and at least `min_view` of it must be
+    in view; else the wall stays long (long walls are far more common). `weight` is the per-pixel
+    evidence (flat, +1 piece, -1 not) of the image `shape` the fit's camera projects into.
+    """
+    castle, (ox, oy) = build_castle(fit, [])
+    middles = [((w.middle[0] + ox, w.middle[1] + oy), (w.b[0] - w.a[0]) // 2, (w.b[1] - w.a[1]) // 2)
+               for w in castle.walls if w.middle is not None]
+    if not middles:
+        return []
+    d, cover = fit.dims, fit.cover(weight.shape[0])
+    index = {(el.kind, el.key): el for el in fit.elements}
+    found = []
+    for (x, y), dx, dy in middles:
+        halves = [index[("edge", tuple(sorted([(x, y), (x + sx * dx, y + sx * dy)])))] for sx in (-1, 1)]
+        gap = box_pixels(fit.cam, shape, (x, y), (d.tower_half if dx else d.wall_half, d.tower_half if dy else d.wall_half), d.wall_h)
+        if len(gap) == 0:
+            continue
+        others = cover.copy()
+        for el in halves:
+            others[el.idx] -= 1
+        for sx in (-1, 1):  # the two short walls as they stand: from the tower face on to the gap
+            centre = (x + sx * dx * 0.5, y + sx * dy * 0.5)
+            along = 0.5 - d.tower_half
+            others[box_pixels(fit.cam, shape, centre, (along if dx else d.wall_half, along if dy else d.wall_half), d.wall_h)] += 1
+        seen = gap[others[gap] <= 0]
+        if len(seen) < min_view * len(gap) or float(weight[seen].mean()) > -clear:
+            continue
+        fit.open_joints.add((x, y))
+        found.append([x - ox, y - oy])
+    if not found:
+        return []
+    return [{"rule": "G1", "severity": "notice",
+             "message": f"{len(found)} pair(s) of short walls meet end to end with no tower between them (the photo shows "
+                        f"the gap a long wall would fill): {', '.join(str(p) for p in found)}"}]
 
 
 def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05,
@@ -843,6 +886,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
                                castle=castle_hull(region), occluders=_occluders(fit, masks.grey))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
+            rule_notes += open_joints(fit, weight.ravel(), masks.grey.shape)
             castle, offset = build_castle(fit, keeps)
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None

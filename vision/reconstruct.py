@@ -104,20 +104,37 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     clo = np.maximum(lo, 0)
     chi = np.minimum(hi, [w - 1, h - 1])
     bases = px[:, [0, 2, 4, 6]].mean(axis=1)  # the corners with z = 0
-    fixed = np.round(px * 4).astype(np.int32)
     elements = []
     for n, (kind, key) in enumerate(keys):
-        (cx0, cy0), (cx1, cy1) = clo[n], chi[n]
-        if cx1 < cx0 or cy1 < cy0:
-            elements.append(Element(kind, key, np.zeros(0, np.int64), (0, 0), True))
-            continue
-        hull = cv2.convexHull(fixed[n] - np.array([cx0 * 4, cy0 * 4], np.int32))
-        tile = np.zeros((cy1 - cy0 + 1, cx1 - cx0 + 1), np.uint8)
-        cv2.fillConvexPoly(tile, hull, 1, lineType=cv2.LINE_8, shift=2)
-        rr, cc = np.nonzero(tile)
-        idx = (rr + cy0).astype(np.int64) * w + (cc + cx0)
-        elements.append(Element(kind, key, idx, (float(bases[n, 0]), float(bases[n, 1])), bool(clipped[n])))
+        outside = bool(np.any(chi[n] < clo[n]))
+        base = (0.0, 0.0) if outside else (float(bases[n, 0]), float(bases[n, 1]))
+        elements.append(Element(kind, key, _hull_pixels(px[n], clo[n], chi[n], w), base, bool(clipped[n])))
     return elements
+
+
+def _hull_pixels(px: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
+    """Flat indices of the pixels inside the convex hull of `px` (corners in pixels), within the
+    image-clipped bounding box lo..hi."""
+    (cx0, cy0), (cx1, cy1) = lo, hi
+    if cx1 < cx0 or cy1 < cy0:
+        return np.zeros(0, np.int64)
+    hull = cv2.convexHull(np.round(px * 4).astype(np.int32) - np.array([cx0 * 4, cy0 * 4], np.int32))
+    tile = np.zeros((cy1 - cy0 + 1, cx1 - cx0 + 1), np.uint8)
+    cv2.fillConvexPoly(tile, hull, 1, lineType=cv2.LINE_8, shift=2)
+    rr, cc = np.nonzero(tile)
+    return (rr + cy0).astype(np.int64) * width + (cc + cx0)
+
+
+def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
+               height: float) -> np.ndarray:
+    """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
+    extents along i and j, height)."""
+    h, w = shape
+    xy = np.asarray(centre, float) + _SIGNS[:, :2] * np.asarray(half, float)
+    px = cam.project(np.c_[xy, _SIGNS[:, 2] * height])
+    lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
+    hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
+    return _hull_pixels(px, lo, hi, w)
 
 
 @dataclass
@@ -195,6 +212,9 @@ class Fit:
     decision: Decision
     sites: list[tuple[int, int]]
     adj: tuple[float, float, float] = (0.0, 0.0, 1.0)  # camera tilt x, tilt y, focal scale found by the search
+    # Lattice points where two walls end in line with no tower between them: two short walls with open
+    # ends, not a long wall passing over (told apart by the gap a tower would fill; pipeline.open_joints).
+    open_joints: set = field(default_factory=set)
 
     def cover(self, n_pixels: int | None = None) -> np.ndarray:
         """How many decided pieces' silhouettes cover each pixel (flat; `n_pixels` long, or to the last

@@ -75,6 +75,23 @@ def test_oblique_photo_is_scored_right(elevation, azimuth):
     _assert_scored_right(reading)
 
 
+# SMALL_CASTLE with one more square beside it whose near side is two short walls meeting end to end with
+# open ends (legal, G1/G4): a tower's width of table shows between them, so that square stays open.
+OPEN_JOINT_CASTLE = dict(SMALL_CASTLE, towers=SMALL_CASTLE["towers"] + [[4, 0], [4, 2]],
+                         walls=SMALL_CASTLE["walls"] + [{"from": [2, 0], "to": [3, 0]}, {"from": [3, 0], "to": [4, 0]},
+                                                        {"from": [4, 0], "to": [4, 2]}, {"from": [2, 2], "to": [4, 2]}])
+
+
+@pytest.mark.parametrize("elevation", [70, 60])
+def test_two_short_walls_meeting_without_a_tower_are_not_read_as_a_long_wall(elevation):
+    # (A long wall runs on over the lattice point: the three of this castle stay long.)
+    data = encode_jpeg(render(OPEN_JOINT_CASTLE, elevation=elevation, azimuth=120, size=(640, 480), distance=560, seed=2))
+    reading = read_photo(data)
+    castle = reading.castle or reading.tentative_castle
+    assert sorted(w.length for w in castle.walls) == [1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2]
+    assert any("short walls meet end to end" in f["message"] for f in reading.findings)
+
+
 def test_warm_light_does_not_change_keep_colours():
     data = encode_jpeg(render(SMALL_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=3,
                               light_tint=(1.0, 0.82, 0.6)))
