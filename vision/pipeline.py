@@ -336,40 +336,52 @@ def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) 
                         f"and were read as present, as neighbouring towers nearly always are joined: {where}"}]
 
 
-def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.35) -> list[dict]:
-    """Short walls that stop at a free end where the other half of a long wall was barely missed
-    are read as long walls.
+def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.35, min_view: float = 0.25) -> list[dict]:
+    """Short walls that stop at a free end where the other half of a long wall was missed are read as
+    long walls.
 
-    The far half of a long wall is often seen worse than the near one (thinner where it crosses the
-    table's pattern, in its neighbour's shadow), and alone it explains few pixels. A wall may end free
-    (G4), so the photo and the piece counts decide: the half is taken where a tower stands beyond it
-    and the photo rules out a tower at the free end more clearly than the missing half; and, weakest
-    first, as long as the reading has more short walls and fewer long walls than the boxes in play hold.
-    The half is never taken where it would join another wall without a tower (G1).
+    The decisions gave every wall a box over its whole lattice step, so the half of a long wall
+    beyond its middle was judged with a tower's half-width of table at its far end counted against
+    it: where nothing stands there it explains few pixels and is often missed. Each such half is judged
+    again as it would stand (on over the middle, to a tower's face at the far end): taken where the
+    part of it no decided piece covers shows plastic. Halves that show too little (at least `min_view`
+    of the box must be in view) or too weakly are left to the piece counts, as before: a wall may
+    end free (G4), so such a half is taken where a tower stands beyond it and the photo rules out a
+    tower at the free end more clearly than the missing half; and, weakest first, as long as the
+    reading has more short walls and fewer long walls than the boxes in play hold. A half is never
+    taken where it would join another wall without a tower (G1).
     """
-    active, margin = fit.decision.active, fit.decision.margin
+    active, margin, d = fit.decision.active, fit.decision.margin, fit.dims
     index = {(el.kind, el.key): i for i, el in enumerate(fit.elements)}
     towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
     ends = _wall_ends(fit)
-    with_tower, free = [], []
+    cover = fit.cover(len(fit.weight)) if fit.weight is not None else None
+    reach = 0.5 - d.tower_half / 2  # half the length of a long wall's half, from its middle to a tower's face
+    seen, with_tower, free = [], [], []
     for end, dirs in ends.items():
         if end in towers or len(dirs) != 1:
             continue
         (x, y), (dx, dy) = end, dirs[0]
         start, far = (x + dx, y + dy), (x - dx, y - dy)
         half = index.get(("edge", tuple(sorted([end, far]))))
-        if half is None or start not in towers or margin[half] > max_doubt:
+        if half is None or start not in towers:
             continue
-        tower = index.get(("tower", end))
-        if far in towers:
+        evidence, in_view = (0.0, 0.0) if cover is None else fit.evidence_in_view(
+            (x - dx * reach, y - dy * reach), (reach if dx else d.wall_half, reach if dy else d.wall_half), d.wall_h, cover)
+        if in_view >= min_view and evidence > 0 and (far in towers or far not in ends):
+            seen.append((-evidence, half, end, far))
+        elif margin[half] > max_doubt:
+            continue
+        elif far in towers:
+            tower = index.get(("tower", end))
             if tower is None or margin[tower] > margin[half]:
                 with_tower.append((float(margin[half]), half, end, far))
         elif far not in ends:
             free.append((float(margin[half]), half, end, far))
     left = build_castle(fit, keeps)[0].pieces_left()
-    spare = min(-left["short walls"], left["long walls"])
+    spare = min(-left["short walls"] - len(seen), left["long walls"] - len(seen))
     free_ends, notes = set(), []
-    for _, half, end, far in with_tower + sorted(free)[:max(spare, 0)]:
+    for _, half, end, far in sorted(seen) + with_tower + sorted(free)[:max(spare, 0)]:
         if far not in towers:
             if far in free_ends:  # two free halves meeting would join wall to wall
                 continue
@@ -411,39 +423,33 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     return notes
 
 
-def open_joints(fit: Fit, weight: np.ndarray, shape: tuple[int, int], min_view: float = 0.25,
-                clear: float = 0.4) -> list[dict]:
+def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[dict]:
     """Two short walls ending in line at a lattice point with no tower: told from a long wall by the gap.
 
     A long wall runs on over its middle lattice point; two short walls that meet there with open ends
     (legal: a tower may still be added, rules.md G1, G4) leave a tower's width of table between them.
-    Each long wall's middle is checked: the part of that gap no other decided piece covers in the photo
-    must show clearly no plastic (mean evidence below -`clear`), and at least `min_view` of it must be
-    in view; else the wall stays long (long walls are far more common). `weight` is the per-pixel
-    evidence (flat, +1 piece, -1 not) of the image `shape` the fit's camera projects into.
+    At each long wall's middle, the part of that gap no other decided piece covers in the photo must
+    show clearly no plastic (mean evidence below -`clear`), and at least `min_view` of it must be in
+    view; else the wall stays long (long walls are far more common).
     """
     castle, (ox, oy) = build_castle(fit, [])
-    middles = [((w.middle[0] + ox, w.middle[1] + oy), (w.b[0] - w.a[0]) // 2, (w.b[1] - w.a[1]) // 2)
-               for w in castle.walls if w.middle is not None]
-    if not middles:
-        return []
-    d, cover = fit.dims, fit.cover(weight.shape[0])
+    d, cover, found = fit.dims, fit.cover(len(fit.weight)), []
     index = {(el.kind, el.key): el for el in fit.elements}
-    found = []
-    for (x, y), dx, dy in middles:
-        halves = [index[("edge", tuple(sorted([(x, y), (x + sx * dx, y + sx * dy)])))] for sx in (-1, 1)]
-        gap = box_pixels(fit.cam, shape, (x, y), (d.tower_half if dx else d.wall_half, d.tower_half if dy else d.wall_half), d.wall_h)
-        if len(gap) == 0:
+    for wall in castle.walls:
+        if wall.middle is None:
             continue
-        others = cover.copy()
-        for el in halves:
-            others[el.idx] -= 1
-        for sx in (-1, 1):  # the two short walls as they stand: from the tower face on to the gap
-            centre = (x + sx * dx * 0.5, y + sx * dy * 0.5)
-            along = 0.5 - d.tower_half
-            others[box_pixels(fit.cam, shape, centre, (along if dx else d.wall_half, along if dy else d.wall_half), d.wall_h)] += 1
-        seen = gap[others[gap] <= 0]
-        if len(seen) < min_view * len(gap) or float(weight[seen].mean()) > -clear:
+        (x, y), along_i = (wall.middle[0] + ox, wall.middle[1] + oy), wall.a[1] == wall.b[1]
+        halves = [index[("edge", tuple(sorted([(x, y), (x + s * along_i, y + s * (not along_i))])))] for s in (-1, 1)]
+        for el in halves:  # the halves' boxes span the gap; the two short walls as they stand do not
+            cover[el.idx] -= 1
+        short = 0.5 - d.tower_half
+        for s in (-1, 1):
+            centre = (x + s * 0.5 * along_i, y + s * 0.5 * (not along_i))
+            cover[box_pixels(fit.cam, fit.shape, centre, (short if along_i else d.wall_half, d.wall_half if along_i else short), d.wall_h)] += 1
+        gap = (d.tower_half, d.wall_half) if along_i else (d.wall_half, d.tower_half)
+        evidence, in_view = fit.evidence_in_view((x, y), gap, d.wall_h, cover)
+        cover = fit.cover(len(fit.weight))
+        if in_view < min_view or evidence > -clear:
             continue
         fit.open_joints.add((x, y))
         found.append([x - ox, y - oy])
@@ -886,7 +892,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
                                castle=castle_hull(region), occluders=_occluders(fit, masks.grey))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
-            rule_notes += open_joints(fit, weight.ravel(), masks.grey.shape)
+            rule_notes += open_joints(fit)
             castle, offset = build_castle(fit, keeps)
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None

@@ -137,6 +137,18 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
     return _hull_pixels(px, lo, hi, w)
 
 
+def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
+               height: float) -> np.ndarray:
+    """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
+    extents along i and j, height)."""
+    h, w = shape
+    xy = np.asarray(centre, float) + _SIGNS[:, :2] * np.asarray(half, float)
+    px = cam.project(np.c_[xy, _SIGNS[:, 2] * height])
+    lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
+    hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
+    return _hull_pixels(px, lo, hi, w)
+
+
 @dataclass
 class Decision:
     active: np.ndarray  # bool per element
@@ -215,6 +227,18 @@ class Fit:
     # Lattice points where two walls end in line with no tower between them: two short walls with open
     # ends, not a long wall passing over (told apart by the gap a tower would fill; pipeline.open_joints).
     open_joints: set = field(default_factory=set)
+    weight: np.ndarray | None = None  # the per-pixel evidence the decisions were taken on (flat, +1 piece, -1 not)
+    shape: tuple[int, int] = (0, 0)  # of the image that evidence and the camera are in
+
+    def evidence_in_view(self, centre: tuple[float, float], half: tuple[float, float], height: float,
+                         cover: np.ndarray) -> tuple[float, float]:
+        """Mean evidence over the pixels of a box (lattice units) that no decided piece covers (`cover`,
+        from self.cover()), and the share of the box's pixels they are; (0, 0) when none are in view."""
+        idx = box_pixels(self.cam, self.shape, centre, half, height)
+        seen = idx[cover[idx] == 0]
+        if len(seen) == 0:
+            return 0.0, 0.0
+        return float(self.weight[seen].mean()), len(seen) / len(idx)
 
     def cover(self, n_pixels: int | None = None) -> np.ndarray:
         """How many decided pieces' silhouettes cover each pixel (flat; `n_pixels` long, or to the last
@@ -355,7 +379,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             return None
         els = build_elements(cam, m.shape, sites, dims)
         dec = icm(els, weight, prior=prior)
-        return Fit(lat, cam, dims, els, dec, sites, adj)
+        return Fit(lat, cam, dims, els, dec, sites, adj, weight=weight, shape=m.shape)
 
     def polish(fit: Fit) -> Fit:
         """Refine lattice, camera and piece size on the decided pieces, decide again; twice at most."""

@@ -86,6 +86,44 @@ def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_
     assert complete_long_walls(tower_likelier, []) == [] and not tower_likelier.decision.active[-1]
 
 
+def _top_down_fit(plastic: list[tuple[tuple[float, float], tuple[float, float], float]], active: dict) -> Fit:
+    """A fit seen from straight above (lattice units), its evidence +1 exactly where the given boxes
+    (centre, half extents, height) stand; `active`: element key -> decided present."""
+    from vision.camera import Camera
+    from vision.reconstruct import box_pixels, build_elements
+
+    shape = (120, 240)
+    R = np.diag([1.0, -1.0, -1.0])
+    cam = Camera(np.array([[60.0, 0, 120], [0, 60.0, 60], [0, 0, 1]]), R, -R @ np.array([1.0, 0.0, 8.0]))
+    weight = -np.ones(shape[0] * shape[1], np.float32)
+    for centre, half, height in plastic:
+        weight[box_pixels(cam, shape, centre, half, height)] = 1.0
+    elements = build_elements(cam, shape, [(i, j) for i in range(3) for j in (-1, 0, 1)], Dims())
+    decided = np.array([active.get(el.key, False) for el in elements])
+    return Fit(lattice=None, cam=cam, dims=Dims(), elements=elements, decision=Decision(decided, np.full(len(elements), 0.9), 0.0),
+               sites=[], weight=weight, shape=shape)
+
+
+def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # A long wall from the tower at (0,0) ending free at (2,0): it stands from the tower's face to a
+    # tower's half-width short of (2,0), so the box over the whole step counted table against its far
+    # half, which was decided absent (margin 0.9). Judged as it stands, the half shows plastic.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    notes = complete_long_walls(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
+    assert "[1, 0]" in notes[0]["message"]
+    # A short wall ending free at (1,0): nothing stands beyond, and nothing is added.
+    short_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    assert complete_long_walls(fit, []) == []
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
+
+
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"):
     from vision.keeps import FoundKeep
 
