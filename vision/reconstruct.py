@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from vision.camera import Camera
+from vision.icm_kernel import icm_kernel
 from vision.lattice import Lattice
 
 log = logging.getLogger(__name__)
@@ -103,38 +104,38 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     clipped = (lo[:, 0] < 0) | (lo[:, 1] < 0) | (hi[:, 0] >= w) | (hi[:, 1] >= h)
     clo = np.maximum(lo, 0)
     chi = np.minimum(hi, [w - 1, h - 1])
-    bases = px[:, [0, 2, 4, 6]].mean(axis=1)  # the corners with z = 0
+    bases = px[:, [0, 2, 4, 6]].mean(axis=1).tolist()  # the corners with z = 0
+    # Each silhouette is drawn in a tile the size of its bounding box (fixed point, 2 fractional bits).
+    fixed = (np.round(px * 4).astype(np.int32) - (clo * 4)[:, None, :].astype(np.int32))
+    tiles = (chi - clo + 1).tolist()
+    outside = np.any(chi < clo, axis=1).tolist()
+    clo_l, clipped_l = clo.tolist(), clipped.tolist()
     elements = []
     for n, (kind, key) in enumerate(keys):
-        outside = bool(np.any(chi[n] < clo[n]))
-        base = (0.0, 0.0) if outside else (float(bases[n, 0]), float(bases[n, 1]))
-        elements.append(Element(kind, key, _hull_pixels(px[n], clo[n], chi[n], w), base, bool(clipped[n])))
+        if outside[n]:
+            elements.append(Element(kind, key, np.zeros(0, np.int64), (0.0, 0.0), clipped_l[n]))
+            continue
+        idx = _tile_pixels(fixed[n], tiles[n], clo_l[n], w)
+        elements.append(Element(kind, key, idx, (bases[n][0], bases[n][1]), clipped_l[n]))
     return elements
+
+
+def _tile_pixels(fixed: np.ndarray, size: list[int], origin: list[int], width: int) -> np.ndarray:
+    """Flat indices of the pixels inside the convex hull of `fixed` (corners in pixels relative to
+    `origin`, 2 fractional bits), drawn in a tile of `size` (w, h) at `origin` (x, y)."""
+    tile = np.zeros((size[1], size[0]), np.uint8)
+    cv2.fillConvexPoly(tile, cv2.convexHull(fixed), 1, lineType=cv2.LINE_8, shift=2)
+    rr, cc = np.nonzero(tile)
+    return (rr + origin[1]).astype(np.int64) * width + (cc + origin[0])
 
 
 def _hull_pixels(px: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
     """Flat indices of the pixels inside the convex hull of `px` (corners in pixels), within the
     image-clipped bounding box lo..hi."""
-    (cx0, cy0), (cx1, cy1) = lo, hi
-    if cx1 < cx0 or cy1 < cy0:
+    if np.any(hi < lo):
         return np.zeros(0, np.int64)
-    hull = cv2.convexHull(np.round(px * 4).astype(np.int32) - np.array([cx0 * 4, cy0 * 4], np.int32))
-    tile = np.zeros((cy1 - cy0 + 1, cx1 - cx0 + 1), np.uint8)
-    cv2.fillConvexPoly(tile, hull, 1, lineType=cv2.LINE_8, shift=2)
-    rr, cc = np.nonzero(tile)
-    return (rr + cy0).astype(np.int64) * width + (cc + cx0)
-
-
-def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
-               height: float) -> np.ndarray:
-    """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
-    extents along i and j, height)."""
-    h, w = shape
-    xy = np.asarray(centre, float) + _SIGNS[:, :2] * np.asarray(half, float)
-    px = cam.project(np.c_[xy, _SIGNS[:, 2] * height])
-    lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
-    hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
-    return _hull_pixels(px, lo, hi, w)
+    fixed = np.round(px * 4).astype(np.int32) - (np.asarray(lo) * 4).astype(np.int32)
+    return _tile_pixels(fixed, (hi - lo + 1).tolist(), np.asarray(lo).tolist(), width)
 
 
 def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
@@ -164,54 +165,15 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
     only a few pixels).
     """
     n = len(elements)
-    cover = np.zeros(weight.shape[0], np.int16)
     active = np.zeros(n, bool) if init is None else init.copy()
-    for e, a in zip(elements, active):
-        if a:
-            cover[e.idx] += 1
+    sizes = np.array([len(e.idx) for e in elements], np.int64)
+    starts = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    pixels = np.concatenate([e.idx for e in elements]) if n else np.zeros(0, np.int64)
     # Big pieces first: towers explain the most pixels and walls then fill in between.
-    order = sorted(range(n), key=lambda k: -len(elements[k].idx))
-    # After the first pass only pieces whose pixels were touched by a change can change their mind.
-    dirty = np.ones(weight.shape[0], bool)
-    for _ in range(passes):
-        changed = 0
-        touched = np.zeros(weight.shape[0], bool)
-        for k in order:
-            e = elements[k]
-            if len(e.idx) == 0 or not dirty[e.idx].any():
-                continue
-            c = cover[e.idx]
-            if active[k]:
-                own = c == 1
-                gain_keep = float(weight[e.idx][own].sum()) - prior * own.sum()
-                if gain_keep < 0:
-                    active[k] = False
-                    cover[e.idx] -= 1
-                    touched[e.idx] = True
-                    changed += 1
-            else:
-                free = c == 0
-                gain_add = float(weight[e.idx][free].sum()) - prior * free.sum()
-                if gain_add > 0:
-                    active[k] = True
-                    cover[e.idx] += 1
-                    touched[e.idx] = True
-                    changed += 1
-        if not changed:
-            break
-        dirty = touched
-    margin = np.zeros(n)
-    for k, e in enumerate(elements):
-        if len(e.idx) == 0:
-            continue
-        c = cover[e.idx]
-        sel = (c == 1) if active[k] else (c == 0)
-        # Evidence only from the pixels whose explanation depends on this piece: their mean weight,
-        # discounted when they are under 30 % of its silhouette (then little of it decides).
-        margin[k] = float(weight[e.idx][sel].sum()) / max(1.0, sel.sum(), 0.3 * len(e.idx))
-        if not active[k]:
-            margin[k] = -margin[k]
-    score = float(weight[cover > 0].sum())
+    order = np.argsort(-sizes, kind="stable")
+    active, margin, score = icm_kernel(pixels, starts, order, np.ascontiguousarray(weight, np.float32), float(prior),
+                                       passes, active)
     return Decision(active, margin, score)
 
 
