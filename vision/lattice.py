@@ -92,16 +92,17 @@ def comb_contrast(profile: np.ndarray, periods: np.ndarray) -> tuple[np.ndarray,
     contrast = np.empty(len(periods))
     cum = np.concatenate([[0.0], np.cumsum(p)])
     edges = np.arange(len(cum), dtype=float)
+    # Remove the castle's outline first: the local mean over one period (a moving box) is flat for a
+    # true comb but follows the outline for a period as wide as the castle. (All periods at once.)
+    half = periods[:, None] / 2
+    local = (np.interp(n + 0.5 + half, edges, cum) - np.interp(n + 0.5 - half, edges, cum)) / periods[:, None]
     for k, (period, phase) in enumerate(zip(periods, phases)):
-        # Remove the castle's outline first: the local mean over one period (a moving box) is flat
-        # for a true comb but follows the outline for a period as wide as the castle.
-        local = (np.interp(n + 0.5 + period / 2, edges, cum) - np.interp(n + 0.5 - period / 2, edges, cum)) / period
-        r = p - local
+        r = p - local[k]
         lines = np.arange(phase, len(p), period)
         if len(lines) < 2:  # a period about as long as the profile shows no comb
             contrast[k] = -np.inf
             continue
-        between = max(np.interp(lines + f * period, n, r, right=0.0).mean() for f in _BETWEEN)
+        between = np.interp(lines[None, :] + _BETWEEN[:, None] * period, n, r, right=0.0).mean(axis=1).max()
         contrast[k] = (np.interp(lines, n, r).mean() - between) / scale
     return contrast, phases, np.abs(amps) / (scale * len(p))
 

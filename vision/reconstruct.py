@@ -88,8 +88,14 @@ def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
     return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
 
 
-def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims) -> list[Element]:
-    """Rasterise every candidate piece's silhouette (cam is in lattice units)."""
+def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims,
+                   support: np.ndarray | None = None) -> list[Element]:
+    """Rasterise every candidate piece's silhouette (cam is in lattice units).
+
+    With `support` (cv2.integral of the pixels that favour a piece), candidates with no such pixel
+    in their bounding box are left without pixels: the decision could never take them (see icm), and
+    while the lattice is searched only the decisions and their score are used.
+    """
     h, w = shape
     site_set = set(sites)
     keys: list[tuple[str, tuple]] = [("tower", s) for s in sites]
@@ -108,7 +114,14 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     # Each silhouette is drawn in a tile the size of its bounding box (fixed point, 2 fractional bits).
     fixed = (np.round(px * 4).astype(np.int32) - (clo * 4)[:, None, :].astype(np.int32))
     tiles = (chi - clo + 1).tolist()
-    outside = np.any(chi < clo, axis=1).tolist()
+    outside = np.any(chi < clo, axis=1)
+    if support is not None:
+        (x0, y0), (x1, y1) = clo.T, chi.T + 1
+        inside = ~outside
+        x0, y0, x1, y1 = (np.where(inside, v, 0) for v in (x0, y0, x1, y1))
+        favoured = support[y1, x1] - support[y0, x1] - support[y1, x0] + support[y0, x0]
+        outside |= favoured <= 0
+    outside = outside.tolist()
     clo_l, clipped_l = clo.tolist(), clipped.tolist()
     elements = []
     for n, (kind, key) in enumerate(keys):
@@ -331,7 +344,11 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
 
     adj0 = (0.0, 0.0, 1.0)
 
-    def evaluate(lat: Lattice, dims: Dims, init_sites=None, cam_t=cam_small, m=mask_small, weight=weight_small, adj=adj0):
+    # Where the downscaled mask favours a piece: candidates with none of it are skipped while searching.
+    support_small = cv2.integral((weight_small > 0).reshape(mask_small.shape).astype(np.uint8))
+
+    def evaluate(lat: Lattice, dims: Dims, init_sites=None, cam_t=cam_small, m=mask_small, weight=weight_small, adj=adj0,
+                 support=support_small):
         cam = cam_t.with_table_frame(lat.affine())
         sites = init_sites if init_sites is not None else candidate_sites(cam, m > 0.5)
         if sites and adj != adj0:
@@ -339,7 +356,7 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
             cam = cam.adjusted(pivot, *adj)
         if not sites:
             return None
-        els = build_elements(cam, m.shape, sites, dims)
+        els = build_elements(cam, m.shape, sites, dims, support)
         dec = icm(els, weight, prior=prior)
         return Fit(lat, cam, dims, els, dec, sites, adj, weight=weight, shape=m.shape)
 
@@ -435,4 +452,4 @@ def fit_castle(cam_table: Camera, lattice: Lattice, mask: np.ndarray, dont_care:
     best = polish(best)
     # Final decisions at full resolution, on the full candidate range for the refined lattice.
     return evaluate(best.lattice, best.dims, init_sites=best.sites, cam_t=cam_table, m=mask,
-                    weight=_weights(mask, dont_care), adj=best.adj)
+                    weight=_weights(mask, dont_care), adj=best.adj, support=None)
