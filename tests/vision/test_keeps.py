@@ -98,3 +98,21 @@ def test_a_double_keep_half_hidden_behind_a_wall_is_read_double_when_the_wall_is
         assert len(seen) == 1 and seen[0].double is double
         if double:  # what the reader did without knowing the wall
             assert find_keeps(cam, label, dims)[0].double is False
+
+
+def test_a_keep_that_looks_only_slightly_more_stacked_than_single_is_read_double_only_in_doubt():
+    # Double Keeps are rare, so a double reading needs a clear lead: a blob between one keep's height and
+    # two (here 1.55 keeps tall) leans double by a little and stays uncertain; a real Double Keep does not.
+    from vision.pipeline import KEEP_DOUBT
+
+    cam, dims = _camera(), Dims()
+
+    def read(height: float):
+        label = np.zeros(SIZE[::-1], np.uint8)
+        poly = _silhouette(cam, np.array((1.5, 1.5)), dims.keep_half, dims.keep_h * height, 0.3)
+        cv2.fillConvexPoly(label, np.round(poly).astype(np.int32), 1)
+        return find_keeps(cam, label, dims)[0]
+
+    between, stacked = read(1.55), read(2.0)
+    assert between.double and between.confidence < KEEP_DOUBT
+    assert stacked.double and stacked.confidence >= KEEP_DOUBT
