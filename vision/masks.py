@@ -126,8 +126,18 @@ def glare_spots(grey: np.ndarray, lightness: np.ndarray, size_frac: float = 0.05
     edges = cv2.Canny(np.clip(lightness, 0, 255).astype(np.uint8), 20, 50).astype(np.float32) / 255.0
     density = cv2.boxFilter(edges, -1, (d, d))
     smooth = (grey & (density < max_edge_density)).astype(np.uint8)
+    out = np.zeros(grey.shape, bool)
+    pts = cv2.findNonZero(smooth)
+    if pts is None:
+        return out
+    # Opened only around the smooth pixels (a disk's width of margin keeps the result exact): the
+    # opening of the whole photo with so large a disk cost more than the rest of the masks.
+    x, y, w, h = cv2.boundingRect(pts)
+    x0, y0 = max(0, x - d), max(0, y - d)
+    x1, y1 = min(grey.shape[1], x + w + d), min(grey.shape[0], y + h + d)
     disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d))
-    return cv2.morphologyEx(smooth, cv2.MORPH_OPEN, disk).astype(bool)
+    out[y0:y1, x0:x1] = cv2.morphologyEx(smooth[y0:y1, x0:x1], cv2.MORPH_OPEN, disk).astype(bool)
+    return out
 
 
 @dataclass
