@@ -142,14 +142,15 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     Keeps seen from so nearly straight above that their outline cannot show their height are then read
     by their size against the photo's other keeps (heights_from_size).
     """
-    found = _find_keeps_sized(cam, keep_label, dims, ground, castle, occluders)
+    blobs = _colour_blobs(keep_label)
+    found = _find_keeps_sized(cam, keep_label, blobs, dims, ground, castle, occluders)
     fills = [k.fill for k in found if not k.double]
     typical_fill = float(np.median(fills)) if fills else 1.0
     if len(fills) >= min_keeps and abs(typical_fill - 1.0) > size_tolerance:
         s = math.sqrt(typical_fill)  # area scales as the square of the size
         # Which blobs are keeps was decided at the fitted piece scale; only their heights are read again.
         again = {_blob_key(k.colour, k.px): k for k in _find_keeps_sized(
-            cam, keep_label, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
+            cam, keep_label, blobs, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
             occluders, only={_blob_key(k.colour, k.px) for k in found})}
         found = [again.get(_blob_key(k.colour, k.px), k) for k in found]
     return heights_from_size(found)
@@ -203,25 +204,39 @@ def _blob_key(colour: str, centroid: tuple[float, float]) -> tuple[str, int, int
     return colour, round(centroid[0]), round(centroid[1])
 
 
-def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None,
-                      castle: np.ndarray | None, occluders: Occluders | None = None,
-                      only: set[tuple[str, int, int]] | None = None) -> list[FoundKeep]:
-    """find_keeps for keeps of the size `dims` gives; with `only`, just the blobs it names (_blob_key)."""
-    half, h1 = dims.keep_half, dims.keep_h
-    found: list[FoundKeep] = []
-    H, W = keep_label.shape
+def _colour_blobs(keep_label: np.ndarray) -> list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per keep colour, its cleaned-up pixels' connected components: (colour, count, labels, stats,
+    centroids) as cv2.connectedComponentsWithStats gives them."""
+    out = []
     for li, colour in enumerate(KEEP_COLOURS, start=1):
         m = (keep_label == li).astype(np.uint8)
         m = cv2.morphologyEx(m, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
         m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-        n, lab, stats, cents = cv2.connectedComponentsWithStats(m)
+        out.append((colour, *cv2.connectedComponentsWithStats(m)))
+    return out
+
+
+def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Dims, ground: np.ndarray | None,
+                      castle: np.ndarray | None, occluders: Occluders | None = None,
+                      only: set[tuple[str, int, int]] | None = None) -> list[FoundKeep]:
+    """find_keeps for keeps of the size `dims` gives, among `blobs` (_colour_blobs); with `only`, just
+    the blobs it names (_blob_key)."""
+    half, h1 = dims.keep_half, dims.keep_h
+    found: list[FoundKeep] = []
+    H, W = keep_label.shape
+    for colour, n, lab, stats, cents in blobs:
         for k in range(1, n):
             area = stats[k, cv2.CC_STAT_AREA]
             if area < 12 or (only is not None and _blob_key(colour, cents[k]) not in only):
                 continue
-            blob = lab == k
+            # The blob as a photo-sized mask, filled only within its bounding box (the rest is all False).
+            bx, by, bw_, bh_ = stats[k, :4]
+            blob = np.zeros((H, W), bool)
+            blob[by:by + bh_, bx:bx + bw_] = lab[by:by + bh_, bx:bx + bw_] == k
             # A keep's blob is compact; a card's coloured border or the box's print is not.
-            cnts, _ = cv2.findContours(blob.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            # (A pixel of margin, so the crop's edge is not the blob's; contours and areas do not move.)
+            crop = blob[max(0, by - 1):by + bh_ + 1, max(0, bx - 1):bx + bw_ + 1]
+            cnts, _ = cv2.findContours(crop.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
             hull_area = cv2.contourArea(cv2.convexHull(max(cnts, key=cv2.contourArea)))
             if hull_area <= 0 or area / hull_area < 0.6:
                 continue
