@@ -70,19 +70,14 @@ def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
     A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
     long wall does run through the lattice point it passes over.
     """
-    centre = np.empty((len(keys), 2))
-    half = np.empty((len(keys), 2))
-    height = np.empty(len(keys))
-    for n, (kind, key) in enumerate(keys):
-        if kind == "tower":
-            centre[n] = key
-            half[n] = (d.tower_half, d.tower_half)
-            height[n] = d.tower_h
-        else:
-            (i, j), (k, l) = key
-            centre[n] = ((i + k) / 2.0, (j + l) / 2.0)
-            half[n] = (0.5, d.wall_half) if j == l else (d.wall_half, 0.5)
-            height[n] = d.wall_h
+    tower = np.array([kind == "tower" for kind, _ in keys], bool)
+    a = np.array([key if kind == "tower" else key[0] for kind, key in keys], float).reshape(-1, 2)
+    b = np.array([key if kind == "tower" else key[1] for kind, key in keys], float).reshape(-1, 2)
+    centre = (a + b) / 2.0
+    along_i = (a[:, 1] == b[:, 1])[:, None]
+    half = np.where(tower[:, None], [d.tower_half, d.tower_half],
+                    np.where(along_i, [0.5, d.wall_half], [d.wall_half, 0.5]))
+    height = np.where(tower, d.tower_h, d.wall_h)
     xy = centre[:, None, :] + _SIGNS[None, :, :2] * half[:, None, :]
     z = _SIGNS[None, :, 2] * height[:, None]
     return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
