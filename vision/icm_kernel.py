@@ -12,6 +12,20 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
+def _decisive(pixels: np.ndarray, s: int, e: int, cover: np.ndarray, weight: np.ndarray, present: bool) -> tuple[float, int]:
+    """Sum and count of the weights of the pixels whose explanation depends on piece pixels[s:e]: those
+    it alone covers if it is present, those nothing covers if it is not."""
+    want = 1 if present else 0
+    total, count = 0.0, 0
+    for t in range(s, e):
+        p = pixels[t]
+        if cover[p] == want:
+            total += weight[p]
+            count += 1
+    return total, count
+
+
+@njit(cache=True, nogil=True)
 def icm_kernel(pixels: np.ndarray, starts: np.ndarray, order: np.ndarray, weight: np.ndarray, prior: float,
                passes: int, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Iterated conditional modes over pieces whose silhouettes are pixels[starts[k]:starts[k + 1]]
@@ -40,14 +54,7 @@ def icm_kernel(pixels: np.ndarray, starts: np.ndarray, order: np.ndarray, weight
                     break
             if not seen:
                 continue
-            # Only the pixels this piece alone explains (if present) or that nothing explains (if not).
-            want = 1 if active[k] else 0
-            gain, count = 0.0, 0
-            for t in range(s, e):
-                p = pixels[t]
-                if cover[p] == want:
-                    gain += weight[p]
-                    count += 1
+            gain, count = _decisive(pixels, s, e, cover, weight, active[k])
             gain -= prior * count
             if (active[k] and gain < 0) or (not active[k] and gain > 0):
                 step = -1 if active[k] else 1
@@ -65,13 +72,7 @@ def icm_kernel(pixels: np.ndarray, starts: np.ndarray, order: np.ndarray, weight
         s, e = starts[k], starts[k + 1]
         if e == s:
             continue
-        want = 1 if active[k] else 0
-        total, count = 0.0, 0
-        for t in range(s, e):
-            p = pixels[t]
-            if cover[p] == want:
-                total += weight[p]
-                count += 1
+        total, count = _decisive(pixels, s, e, cover, weight, active[k])
         m = total / max(1.0, count, 0.3 * (e - s))
         margin[k] = m if active[k] else -m
     score = 0.0
