@@ -381,15 +381,17 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     left = build_castle(fit, keeps)[0].pieces_left()
     spare = min(-left["short walls"] - len(seen), left["long walls"] - len(seen))
     free_ends, notes = set(), []
+    shown = {half for _, half, _, _ in seen}
     for _, half, end, far in sorted(seen) + with_tower + sorted(free)[:max(spare, 0)]:
         if far not in towers:
             if far in free_ends:  # two free halves meeting would join wall to wall
                 continue
             free_ends.add(far)
         active[half] = True
+        why = ("its far half shows where it stands, ending short of the next lattice point" if half in shown
+               else "although the photo barely shows that half")
         notes.append({"rule": "G3", "severity": "notice",
-                      "message": f"the wall stopping at {list(end)} was read as a long wall on to {list(far)}, "
-                                 "although the photo barely shows that half"})
+                      "message": f"the wall stopping at {list(end)} was read as a long wall on to {list(far)}, {why}"})
     return notes
 
 
@@ -432,23 +434,28 @@ def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[di
     show clearly no plastic (mean evidence below -`clear`), and at least `min_view` of it must be in
     view; else the wall stays long (long walls are far more common).
     """
+    if fit.weight is None:
+        return []
     castle, (ox, oy) = build_castle(fit, [])
     d, cover, found = fit.dims, fit.cover(len(fit.weight)), []
     index = {(el.kind, el.key): el for el in fit.elements}
+    short = 0.5 - d.tower_half
     for wall in castle.walls:
         if wall.middle is None:
             continue
         (x, y), along_i = (wall.middle[0] + ox, wall.middle[1] + oy), wall.a[1] == wall.b[1]
-        halves = [index[("edge", tuple(sorted([(x, y), (x + s * along_i, y + s * (not along_i))])))] for s in (-1, 1)]
-        for el in halves:  # the halves' boxes span the gap; the two short walls as they stand do not
-            cover[el.idx] -= 1
-        short = 0.5 - d.tower_half
-        for s in (-1, 1):
-            centre = (x + s * 0.5 * along_i, y + s * 0.5 * (not along_i))
-            cover[box_pixels(fit.cam, fit.shape, centre, (short if along_i else d.wall_half, d.wall_half if along_i else short), d.wall_h)] += 1
+        (dx, dy), box = ((1, 0), (short, d.wall_half)) if along_i else ((0, 1), (d.wall_half, short))
+        # The halves' boxes span the gap; the two short walls as they stand do not.
+        halves = [index[("edge", tuple(sorted([(x, y), (x + s * dx, y + s * dy)])))].idx for s in (-1, 1)]
+        shorts = [box_pixels(fit.cam, fit.shape, (x + s * 0.5 * dx, y + s * 0.5 * dy), box, d.wall_h) for s in (-1, 1)]
+        for removed, added in zip(halves, shorts):
+            cover[removed] -= 1
+            cover[added] += 1
         gap = (d.tower_half, d.wall_half) if along_i else (d.wall_half, d.tower_half)
         evidence, in_view = fit.evidence_in_view((x, y), gap, d.wall_h, cover)
-        cover = fit.cover(len(fit.weight))
+        for removed, added in zip(halves, shorts):
+            cover[added] -= 1
+            cover[removed] += 1
         if in_view < min_view or evidence > -clear:
             continue
         fit.open_joints.add((x, y))
