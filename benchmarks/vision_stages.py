@@ -84,7 +84,7 @@ def measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     towers = np.array(truth["castle"]["towers"], float)
     true_l2i = S @ np.array(truth["lattice_to_image"])
     row["first_lattice"] = _lattice_errors(true_l2i, pose.camera.plane_homography(0.0) @ np.vstack([lattice.affine(), [0, 0, 1]]), towers)
-    fit, _ = fit_pieces(pose, lattice, masks, region)
+    fit = fit_pieces(pose, lattice, masks, region)
     if fit is None:
         row["stage"] = "fit"
         return row

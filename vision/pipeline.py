@@ -355,7 +355,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     index = {(el.kind, el.key): i for i, el in enumerate(fit.elements)}
     towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
     ends = _wall_ends(fit)
-    cover = fit.cover(len(fit.weight)) if fit.weight is not None else None
+    cover = fit.cover() if fit.weight is not None else None
     reach = 0.5 - d.tower_half / 2  # half the length of a long wall's half, from its middle to a tower's face
     seen, with_tower, free = [], [], []
     for end, dirs in ends.items():
@@ -367,7 +367,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
         if half is None or start not in towers:
             continue
         evidence, in_view = (0.0, 0.0) if cover is None else fit.evidence_in_view(
-            (x - dx * reach, y - dy * reach), (reach if dx else d.wall_half, reach if dy else d.wall_half), d.wall_h, cover)
+            (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), d.wall_h, cover)
         if in_view >= min_view and evidence > 0 and (far in towers or far not in ends):
             seen.append((-evidence, half, end, far))
         elif margin[half] > max_doubt:
@@ -437,22 +437,20 @@ def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[di
     if fit.weight is None:
         return []
     castle, (ox, oy) = build_castle(fit, [])
-    d, cover, found = fit.dims, fit.cover(len(fit.weight)), []
+    d, cover, found = fit.dims, fit.cover(), []
     index = {(el.kind, el.key): el for el in fit.elements}
-    short = 0.5 - d.tower_half
     for wall in castle.walls:
         if wall.middle is None:
             continue
         (x, y), along_i = (wall.middle[0] + ox, wall.middle[1] + oy), wall.a[1] == wall.b[1]
-        (dx, dy), box = ((1, 0), (short, d.wall_half)) if along_i else ((0, 1), (d.wall_half, short))
+        (dx, dy), box = (1, 0) if along_i else (0, 1), d.wall_extent(along_i, 0.5 - d.tower_half)
         # The halves' boxes span the gap; the two short walls as they stand do not.
         halves = [index[("edge", tuple(sorted([(x, y), (x + s * dx, y + s * dy)])))].idx for s in (-1, 1)]
         shorts = [box_pixels(fit.cam, fit.shape, (x + s * 0.5 * dx, y + s * 0.5 * dy), box, d.wall_h) for s in (-1, 1)]
         for removed, added in zip(halves, shorts):
             cover[removed] -= 1
             cover[added] += 1
-        gap = (d.tower_half, d.wall_half) if along_i else (d.wall_half, d.tower_half)
-        evidence, in_view = fit.evidence_in_view((x, y), gap, d.wall_h, cover)
+        evidence, in_view = fit.evidence_in_view((x, y), d.wall_extent(along_i, d.tower_half), d.wall_h, cover)
         for removed, added in zip(halves, shorts):
             cover[added] -= 1
             cover[removed] += 1
@@ -626,8 +624,9 @@ def _cut_off_side(region: np.ndarray) -> str | None:
 
 
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
-           score, weight_mask: np.ndarray | None) -> Assessment:
-    """Self-check and confidence: every factor is 0..1; the reading's confidence is their product."""
+           score) -> Assessment:
+    """Self-check and confidence: every factor is 0..1; the reading's confidence is their product.
+    How well the pieces explain the photo is judged on the evidence the fit decided them on (fit.weight)."""
     f: dict[str, float] = {}
     findings: list[dict] = []
     # Judged by the brightest parts: a black cloth makes a well-lit photo mostly dark.
@@ -656,8 +655,8 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     if n_pieces < 3:
         return Assessment(0.0, NO_CASTLE, {"castle": 0.0}, findings)
     # How well the pieces explain the grey pixels of the castle.
-    w = weight_mask.ravel()
-    covered = fit.cover(w.shape[0]) > 0
+    w = fit.weight
+    covered = fit.cover() > 0
     reg = region.ravel()
     pos = (w > 0) & reg
     recall = float((covered & pos).sum()) / max(1, pos.sum())
@@ -768,17 +767,15 @@ def _mask_out_mat(masks: Masks, mat_corners: np.ndarray) -> np.ndarray:
 
 
 def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarray,
-               dims: Dims = Dims()) -> tuple[Fit | None, np.ndarray]:
-    """Decide every tower and wall on the lattice (starting from piece sizes `dims`); also the pixel
-    weights the self-check reuses."""
+               dims: Dims = Dims()) -> Fit | None:
+    """Decide every tower and wall on the lattice (starting from piece sizes `dims`); the fit keeps the
+    pixel evidence it decided on (grey plastic in the castle region, keeps left out), which the
+    self-check reuses."""
     dont_care = masks.keep
     soft = masks.grey_soft * region
     sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
-    fit = fit_castle(pose.camera, lattice, soft, dont_care,
-                     plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm", dims=dims)
-    weight = 2.0 * soft - 1.0
-    weight[dont_care] = 0.0
-    return fit, weight
+    return fit_castle(pose.camera, lattice, soft, dont_care,
+                      plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm", dims=dims)
 
 
 def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[int, int], scale: float) -> dict:
@@ -888,7 +885,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
             if lattice is not None:
                 _debug_rectified(debug_dir, photo, pose, masks.grey & region)
                 with timer.stage("pieces"):
-                    fit, weight = fit_pieces(pose, lattice, masks, region, settings.dims)
+                    fit = fit_pieces(pose, lattice, masks, region, settings.dims)
 
     keeps: list[FoundKeep] = []
     castle = score = None
@@ -904,7 +901,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):
-        verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score, weight_mask=weight)
+        verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score)
         verdict.findings = rule_notes + verdict.findings
     with timer.stage("overlay"):
         overlay = _overlay(photo, fit, keeps, score, offset, verdict)

@@ -42,6 +42,10 @@ class Dims:
     keep_half: float = KEEP_HALF
     keep_h: float = KEEP_H
 
+    def wall_extent(self, along_i: bool, half_length: float) -> tuple[float, float]:
+        """Half extents (along i, along j) of a wall's box `half_length` long each way from its centre."""
+        return (half_length, self.wall_half) if along_i else (self.wall_half, half_length)
+
     def scaled(self, size: float, height: float) -> "Dims":
         return Dims(self.tower_half * size, self.tower_h * height, self.wall_half * size, self.wall_h * height,
                     self.keep_half * size, self.keep_h * height)
@@ -75,8 +79,7 @@ def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
     b = np.array([key if kind == "tower" else key[1] for kind, key in keys], float).reshape(-1, 2)
     centre = (a + b) / 2.0
     along_i = (a[:, 1] == b[:, 1])[:, None]
-    half = np.where(tower[:, None], [d.tower_half, d.tower_half],
-                    np.where(along_i, [0.5, d.wall_half], [d.wall_half, 0.5]))
+    half = np.where(tower[:, None], [d.tower_half, d.tower_half], np.where(along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
     height = np.where(tower, d.tower_h, d.wall_h)
     xy = centre[:, None, :] + _SIGNS[None, :, :2] * half[:, None, :]
     z = _SIGNS[None, :, 2] * height[:, None]
@@ -137,15 +140,6 @@ def _tile_pixels(fixed: np.ndarray, size: list[int], origin: list[int], width: i
     return (rr + origin[1]).astype(np.int64) * width + (cc + origin[0])
 
 
-def _hull_pixels(px: np.ndarray, lo: np.ndarray, hi: np.ndarray, width: int) -> np.ndarray:
-    """Flat indices of the pixels inside the convex hull of `px` (corners in pixels), within the
-    image-clipped bounding box lo..hi."""
-    if np.any(hi < lo):
-        return np.zeros(0, np.int64)
-    fixed = np.round(px * 4).astype(np.int32) - (np.asarray(lo) * 4).astype(np.int32)
-    return _tile_pixels(fixed, (hi - lo + 1).tolist(), np.asarray(lo).tolist(), width)
-
-
 def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
                height: float) -> np.ndarray:
     """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
@@ -155,7 +149,9 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
     px = cam.project(np.c_[xy, _SIGNS[:, 2] * height])
     lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
     hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
-    return _hull_pixels(px, lo, hi, w)
+    if np.any(hi < lo):
+        return np.zeros(0, np.int64)
+    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), (hi - lo + 1).tolist(), lo.tolist(), w)
 
 
 @dataclass
@@ -170,7 +166,8 @@ def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, pass
     """Choose the set of pieces whose silhouettes' union best explains `weight` (flat, +1 piece, -1 not).
 
     `prior` is a per-pixel cost of adding a piece (a small Occam's razor against pieces that explain
-    only a few pixels).
+    only a few pixels). The toggles start from `init`, else from every piece whose own silhouette the
+    evidence favours (`start_favoured`), else from no piece.
     """
     n = len(elements)
     sizes = np.array([len(e.idx) for e in elements], np.int64)
@@ -221,8 +218,10 @@ class Fit:
         return float(self.weight[seen].mean()), len(seen) / len(idx)
 
     def cover(self, n_pixels: int | None = None) -> np.ndarray:
-        """How many decided pieces' silhouettes cover each pixel (flat; `n_pixels` long, or to the last
-        pixel any candidate's silhouette reaches)."""
+        """How many decided pieces' silhouettes cover each pixel (flat; `n_pixels` long, else as long as
+        the evidence, or to the last pixel any candidate's silhouette reaches)."""
+        if n_pixels is None and self.weight is not None:
+            n_pixels = len(self.weight)
         if n_pixels is None:
             n_pixels = max((int(el.idx.max()) + 1 for el in self.elements if len(el.idx)), default=0)
         cover = np.zeros(n_pixels, np.int16)

@@ -211,7 +211,7 @@ def _assess_with_a_piece_beyond_the_edge(region, grey=None):
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
     grey = region.copy() if grey is None else grey
     return assess(masks=SimpleNamespace(brightness=200.0, grey=grey), region=region, pose=pose, fit=fit,
-                  keeps=[], score=None, weight_mask=None)
+                  keeps=[], score=None)
 
 
 def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
@@ -241,10 +241,11 @@ def _assess_reading(castle, weak: int):
     region = np.ones(shape, bool)
     weight = -np.ones(shape, np.float32).ravel()
     weight[: len(fit.elements) * 20] = 1.0
+    fit.weight = weight
     keeps = [_keep(1.0, -0.5)]
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
     return assess(masks=SimpleNamespace(brightness=200.0, grey=region), region=region, pose=pose, fit=fit,
-                  keeps=keeps, score=score_castle(castle), weight_mask=weight.reshape(shape))
+                  keeps=keeps, score=score_castle(castle))
 
 
 def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game_in_play_is_read():
