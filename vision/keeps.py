@@ -42,29 +42,54 @@ class FoundKeep:
     height_by_size: bool = False  # single or double read from the blob's size (heights_from_size), not its outline
 
 
+_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
+# Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.
+_SHIFTS = np.array([[dx, dy] for dx in (-0.06, 0.0, 0.06) for dy in (-0.06, 0.0, 0.06)])
+_YAWS = np.array([0.0, 0.39, 0.785, 1.18])
+
+
+def _silhouettes(cam: Camera, at: np.ndarray, half: float, height: float, yaws: np.ndarray) -> list[np.ndarray]:
+    """Image outlines (convex hulls) of keeps standing at each of `at` (N, 2), turned by `yaws` (N,)."""
+    c, sn = np.cos(yaws)[:, None], np.sin(yaws)[:, None]
+    dx, dy = _SIGNS[None, :, 0] * half, _SIGNS[None, :, 1] * half
+    corners = np.stack([at[:, :1] + c * dx - sn * dy, at[:, 1:] + sn * dx + c * dy,
+                        np.broadcast_to(_SIGNS[:, 2] * height, (len(at), 8))], axis=2)
+    px = cam.project(corners.reshape(-1, 3)).reshape(len(at), 8, 2).astype(np.float32)
+    return [cv2.convexHull(q).reshape(-1, 2) for q in px]
+
+
 def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: float = 0.0) -> np.ndarray:
-    c, sn = np.cos(yaw), np.sin(yaw)
-    pts = []
-    for sx in (-1, 1):
-        for sy in (-1, 1):
-            dx, dy = sx * half, sy * half
-            for z in (0.0, height):
-                pts.append([at[0] + c * dx - sn * dy, at[1] + sn * dx + c * dy, z])
-    return cv2.convexHull(cam.project(np.array(pts)).astype(np.float32)).reshape(-1, 2)
+    """Image outline of one keep standing at `at` (lattice units), turned by `yaw`."""
+    return _silhouettes(cam, np.asarray(at, float).reshape(1, 2), half, height, np.array([yaw]))[0]
 
 
-def _iou(poly: np.ndarray, blob: np.ndarray, box: tuple[int, int, int, int], hidden: np.ndarray | None = None) -> tuple[float, int]:
-    """(IoU, pixels in view) of a silhouette against a blob, leaving out the silhouette's `hidden` pixels."""
-    x0, y0, x1, y1 = box
-    tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
-    cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
-    seen = tile.astype(bool)
-    if hidden is not None:
-        seen &= ~hidden[y0:y1, x0:x1]
+def _ious(polys: list[np.ndarray], blob: np.ndarray, bbox: tuple[int, int, int, int],
+          hidden: np.ndarray | None = None) -> list[tuple[float, int]]:
+    """(IoU, pixels in view) of each silhouette against a blob (bbox x, y, w, h), leaving out the
+    silhouettes' `hidden` pixels. All are drawn in one tile that holds the blob and every silhouette."""
+    H, W = blob.shape
+    bx, by, bw, bh = bbox
+    xs = [bx] + [float(q[:, 0].min()) for q in polys]
+    ys = [by] + [float(q[:, 1].min()) for q in polys]
+    x0, y0 = int(max(0, min(xs) - 2)), int(max(0, min(ys) - 2))
+    x1 = int(min(W, max([bx + bw] + [float(q[:, 0].max()) for q in polys]) + 3))
+    y1 = int(min(H, max([by + bh] + [float(q[:, 1].max()) for q in polys]) + 3))
+    if x1 <= x0 or y1 <= y0:
+        return [(0.0, 0)] * len(polys)
     b = blob[y0:y1, x0:x1]
-    inter = np.logical_and(seen, b).sum()
-    union = np.logical_or(seen, b).sum()
-    return float(inter) / max(1, union), int(seen.sum())
+    in_view = None if hidden is None else ~hidden[y0:y1, x0:x1]
+    tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    out = []
+    for poly in polys:
+        tile[:] = 0
+        cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
+        seen = tile.astype(bool)
+        if in_view is not None:
+            seen &= in_view
+        inter = np.count_nonzero(seen & b)
+        union = np.count_nonzero(seen | b)
+        out.append((float(inter) / max(1, union), int(np.count_nonzero(seen))))
+    return out
 
 
 @dataclass(frozen=True)
@@ -97,30 +122,16 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
     Keeps stand at any angle and anywhere in their courtyard: position and yaw are searched for each
     height; the better best IoU decides single or double.
     """
-    H, W = blob.shape
-    bx, by, bw, bh = bbox
     per_h = {}
     for double in (False, True):
         hk = h1 * (2 if double else 1)
         at0 = cam.image_to_plane(np.array([centroid], float), z=hk / 2)[0]
         hidden = occluders.hiding(cam, at0) if occluders is not None else None
-        top = None
-        for dx in (-0.06, 0.0, 0.06):
-            for dy in (-0.06, 0.0, 0.06):
-                for yaw in (0.0, 0.39, 0.785, 1.18):
-                    at = at0 + [dx, dy]
-                    poly = _silhouette(cam, at, half, hk, yaw)
-                    x0 = int(max(0, min(poly[:, 0].min(), bx) - 2))
-                    y0 = int(max(0, min(poly[:, 1].min(), by) - 2))
-                    x1 = int(min(W, max(poly[:, 0].max(), bx + bw) + 3))
-                    y1 = int(min(H, max(poly[:, 1].max(), by + bh) + 3))
-                    if x1 <= x0 or y1 <= y0:
-                        continue
-                    score, seen = _iou(poly, blob, (x0, y0, x1, y1), hidden)
-                    if top is None or score > top[0]:
-                        top = (score, at, poly, seen)
-        if top is not None:
-            per_h[double] = top
+        at = np.repeat(at0 + _SHIFTS, len(_YAWS), axis=0)
+        polys = _silhouettes(cam, at, half, hk, np.tile(_YAWS, len(_SHIFTS)))
+        scores = _ious(polys, blob, bbox, hidden)
+        best = max(range(len(polys)), key=lambda i: scores[i][0])  # the first of equals, as searched
+        per_h[double] = (scores[best][0], at[best], polys[best], scores[best][1])
     return per_h
 
 

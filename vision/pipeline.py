@@ -626,11 +626,11 @@ ELEMENTS_PER_SET = TOWERS_PER_SET + SHORT_WALLS_PER_SET + 2 * LONG_WALLS_PER_SET
 def keep_colours_in_view(keep_label: np.ndarray, region: np.ndarray | None = None, min_area: int = 12) -> int:
     """How many keep colours show at least two keep-sized blobs inside the castle (the players)."""
     n = 0
+    if region is not None:  # claims stand inside the castle; a yellowish table or card outside is no player
+        x, y, w, h = cv2.boundingRect(region.astype(np.uint8))
+        keep_label = np.where(region, keep_label, 0)[y:y + h, x:x + w]
     for li in range(1, 5):
-        m = (keep_label == li)
-        if region is not None:
-            m = m & region  # claims stand inside the castle; a yellowish table or card outside is no player
-        m = m.astype(np.uint8)
+        m = (keep_label == li).astype(np.uint8)
         k, _, stats, _ = cv2.connectedComponentsWithStats(m)
         n += int(np.sum(stats[1:, cv2.CC_STAT_AREA] >= min_area) >= 2)
     return n
