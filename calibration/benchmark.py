@@ -88,16 +88,27 @@ def bench_intrinsics(trials: int, seed: int = 0) -> dict:
 
 
 def wall_boxes(x: float, y: float, length: float, width: float, height: float, angle_deg: float, colour,
-               tower_side: float) -> list:
-    """A wall as render_mat_view boxes: its body, `length` from tower face to tower face, and a tab
-    at each end as synth.geometry builds them (0.12 x 0.22 of the tower's side, up to 0.73 of the
-    wall's height), so a measurement must tell the body's ends from the tabs'."""
+               tower_side: float, gap_shade: float = 1.0) -> list:
+    """A wall as render_mat_view boxes: its body, `length` from tower face to tower face, with a
+    crenellated top edge and a tab at each end as synth.geometry builds them (merlons 5.5 mm long
+    with 3.8 mm gaps on a 9 mm wall, 0.17 of the wall's height, one flush with each end; tabs 0.12 x
+    0.22 of the tower's side, up to 0.73 of the wall's height), so a measurement must tell the body's
+    ends from the tabs' and the merlons' top from the body's. `gap_shade`: how lit the body's top
+    between the merlons is next to their tops (in a physically lit photo the merlons shade it)."""
     depth, tab_w = 0.12 * tower_side, 0.22 * tower_side
     a = math.radians(angle_deg)
-    boxes = [(box_corners(x, y, length, width, angle_deg), height, colour)]
+    axis = np.array([math.cos(a), math.sin(a)])
+    foot = 0.83 * height
+    boxes = [(box_corners(x, y, length, width, angle_deg), foot, colour, 0.0, gap_shade)]
+    merlon_w, gap = 5.5 / 9.0 * width, 3.8 / 9.0 * width
+    n = max(2, int(round((length + gap) / (merlon_w + gap))))
+    gap = (length - n * merlon_w) / (n - 1)
+    for i in range(n):
+        u = -length / 2 + i * (merlon_w + gap) + merlon_w / 2
+        boxes.append((box_corners(x + u * axis[0], y + u * axis[1], merlon_w, width, angle_deg), height, colour, foot))
     for sign in (-1, 1):
         off = sign * (length + depth) / 2
-        boxes.append((box_corners(x + off * math.cos(a), y + off * math.sin(a), depth, tab_w, angle_deg),
+        boxes.append((box_corners(x + off * axis[0], y + off * axis[1], depth, tab_w, angle_deg),
                       0.73 * height, colour))
     return boxes
 

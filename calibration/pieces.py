@@ -268,6 +268,14 @@ def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
 # merlons' foot less a tenth). Only the shape is assumed: the fit finds where the body ends
 # from the tabs' narrower outline, so the tabs' share of the measured length depends on the view.
 WALL_TAB = (0.12 * 22.0 / 9.0, 0.22 * 22.0 / 9.0, 0.73)
+# A wall's crenellated top edge (pieces-and-photos.md): merlon length and gap between merlons as
+# shares of the wall's thickness, merlon height as a share of the wall's height (as estimated for
+# the renders, synth.geometry: 5.5 and 3.8 mm on a 9 mm wall, 0.17 of its height). A box as high
+# as the merlons covers the gaps between them; one as high as their foot misses them: either way
+# the fitted height came out 10-25 % low on the development renders, and a low top makes the fit
+# stretch a wall's footprint away from the camera's foot point to reach its top's far end (long
+# walls +0.5 mm on average, up to +3.5 mm).
+WALL_MERLON = (5.5 / 9.0, 3.8 / 9.0, 0.17)
 
 
 def _expand(q: np.ndarray, square: bool, tabs: bool = False) -> np.ndarray:
@@ -372,18 +380,43 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
     return faces
 
 
-def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float):
-    """The projected piece's visible faces as convex polygons on the mat: the body's, and a wall's
-    tabs' apart, each named by its orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the
-    piece): faces turned the same way are lit the same."""
-    corners = _box_corners(params, nadir, cam_z)
+def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, merlons: bool = False):
+    """The projected piece's visible faces as convex polygons on the mat: the body's, a wall's tabs'
+    and (with `merlons`, a wall's crenellated top: WALL_MERLON) its merlons', each named by its
+    orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the piece): faces turned the same
+    way are lit the same."""
     theta = params[2]
     ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
     axes = np.array([ax, -ay, -ax, ay])
-    body = _box_faces(corners[:4], corners[4:8], nadir, axes)
+    corners = _box_corners(params, nadir, cam_z)
+    if not (merlons and len(params) == 9):
+        body = _box_faces(corners[:4], corners[4:8], nadir, axes)
+        tabs = [face for k in range(8, len(corners), 8)
+                for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
+        return body, tabs, []
+    # The wall's height is its merlons' top; its body ends lower, at the merlons' foot.
+    length, width, height = params[3], params[4], params[5]
+    foot = (1.0 - WALL_MERLON[2]) * height
+    body_params = np.array(params[:6], float)
+    body_params[5] = foot
+    body_c = _box_corners(body_params, nadir, cam_z)
+    body = _box_faces(body_c[:4], body_c[4:8], nadir, axes)
     tabs = [face for k in range(8, len(corners), 8)
             for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
-    return body, tabs
+    k_foot = cam_z / max(cam_z - foot, 1e-3)
+    k_top = cam_z / max(cam_z - height, 1e-3)
+    centre = np.array(params[:2], float)
+    merlon_w, gap = WALL_MERLON[0] * width, WALL_MERLON[1] * width
+    # Merlons spaced along the wall as moulded: one flush with each end, the rest evenly between.
+    n = max(2, int(round((length + gap) / (merlon_w + gap))))
+    gap = (length - n * merlon_w) / (n - 1)
+    merlon = []
+    for i in range(n):
+        u0 = -length / 2 + i * (merlon_w + gap)
+        foot_xy = (centre + np.outer([u0 + merlon_w, u0 + merlon_w, u0, u0], ax)
+                   + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width)
+        merlon += _box_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
+    return body, tabs, merlon
 
 
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
@@ -432,7 +465,36 @@ def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
     k3 = np.ones((3, 3), np.uint8)
     t_lo = cv2.erode(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
     t_hi = cv2.dilate(scene.t01[y0:y1, x0:x1], k3)[::APPEARANCE_STEP, ::APPEARANCE_STEP][use]
-    return pts, norm, t, t_lo, t_hi
+    return pts, norm, t, t_lo, t_hi, _Grid(use, (x0 + 0.5) / ppm, (y0 + 0.5) / ppm, APPEARANCE_STEP / ppm)
+
+
+@dataclass
+class _Grid:
+    """Where a window's points lie: every `step` mm from (x0, y0) mm, those in `use` (2-D). A face's
+    cover is computed on the part of the grid around it only (small faces, such as a wall's
+    merlons, then cost little)."""
+    use: np.ndarray
+    x0: float
+    y0: float
+    step: float
+
+    def cover(self, poly: np.ndarray, ramp_mm: float, out: np.ndarray, scale: np.ndarray | None = None) -> None:
+        """Add the soft cover of the convex polygon `poly` (mm) to `out` (the grid's shape), times
+        `scale` (same shape) where given."""
+        h, w = self.use.shape
+        lo = np.floor((poly.min(axis=0) - ramp_mm - [self.x0, self.y0]) / self.step).astype(int)
+        hi = np.ceil((poly.max(axis=0) + ramp_mm - [self.x0, self.y0]) / self.step).astype(int) + 1
+        c0, r0 = max(lo[0], 0), max(lo[1], 0)
+        c1, r1 = min(hi[0], w), min(hi[1], h)
+        if c1 <= c0 or r1 <= r0:
+            return
+        xs = self.x0 + self.step * np.arange(c0, c1)
+        ys = self.y0 + self.step * np.arange(r0, r1)
+        gx, gy = np.meshgrid(xs, ys)
+        c = _soft_cover(np.column_stack([gx.ravel(), gy.ravel()]), poly, ramp_mm).reshape(gx.shape)
+        if scale is not None:
+            c = c * scale[r0:r1, c0:c1]
+        out[r0:r1, c0:c1] += c
 
 
 def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
@@ -442,7 +504,7 @@ def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
     win = _window(f, scene, params, pad_mm=12.0)
     if win is None:
         return 0.0
-    pts, norm, t, _, _ = win
+    pts, norm, t = win[:3]
     return _deep_share(_model_distance(pts, params, scene.nadir, scene.cam_z), norm, t)
 
 
@@ -475,7 +537,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     win = _window(f, scene, _expand(_to_fit(f.box, False), False, tabs), pad_mm=pad_mm)
     if win is None:
         return None
-    pts, norm, t, t_lo, t_hi = win
+    pts, norm, t, t_lo, t_hi, grid = win
     r_bg = np.max(np.maximum(np.maximum(t_lo[:, None] - norm, norm - t_hi[:, None]), 0), axis=1)
     tau2 = APPEARANCE_TAU ** 2
     rho_bg = np.minimum(r_bg ** 2, tau2) / tau2
@@ -487,18 +549,35 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
 
     def per_pixel(q):
         p = _expand(q, square, tabs)
-        body_faces, tab_faces = _faces(p, scene.nadir, scene.cam_z)
-        total = np.zeros(len(pts))
-        covered = np.zeros(len(pts))
-        regions = {side: _soft_cover(pts, poly, ramp) for side, poly in body_faces}
+        body_faces, tab_faces, merlon_faces = _faces(p, scene.nadir, scene.cam_z, merlons=tabs)
+        shape = grid.use.shape
+        # Merlons stand on the body: where one is seen, the body behind it is not.
+        merlon = {}
+        for side, poly in merlon_faces:
+            grid.cover(poly, ramp, merlon.setdefault(side, np.zeros(shape)))
+        in_front = None
+        if merlon:
+            total_m = np.sum(list(merlon.values()), axis=0)
+            in_front = np.minimum(total_m, 1.0)
+            share = in_front / np.maximum(total_m, 1e-9)  # merlons seen over each other
+            merlon = {side: wgt * share for side, wgt in merlon.items()}
+        regions = {}
+        for side, poly in body_faces:
+            grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)),
+                       None if in_front is None else 1.0 - in_front)
         if tab_faces:
             # A tab's faces are lit as the body's faces turned the same way, where the body does
             # not hide them.
-            free = 1.0 - np.minimum(np.sum(list(regions.values()), axis=0), 1.0)
+            seen = np.sum(list(regions.values()), axis=0) + (0.0 if in_front is None else in_front)
+            free = 1.0 - np.minimum(seen, 1.0)
             for side, poly in tab_faces:
-                wgt = _soft_cover(pts, poly, ramp) * free
-                regions[side] = regions[side] + wgt if side in regions else wgt
-        for wgt in regions.values():
+                grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)), free)
+        for side, wgt in merlon.items():
+            regions[side] = regions[side] + wgt if side in regions else wgt
+        total = np.zeros(len(pts))
+        covered = np.zeros(len(pts))
+        for wgt2 in regions.values():
+            wgt = wgt2[grid.use]
             sw = wgt.sum()
             if sw < 1e-6:
                 continue

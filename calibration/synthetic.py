@@ -48,8 +48,10 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
                     light=(1.0, 1.0, 1.0), shadow: tuple[float, float, float] | None = None):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
-    boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour); the faces are
-    shaded by fixed factors (top brightest). light: BGR gains of the light (BGR images only).
+    boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour[, bottom_mm[, top_shade]]);
+    the faces are shaded by fixed factors (top brightest), the top also by `top_shade` (default 1: a
+    wall's top between its merlons lies in their shade). A box with a bottom above the mat (a wall's
+    merlon on its body) stands on another and is drawn after the boxes standing on the mat. light: BGR gains of the light (BGR images only).
     shadow: (elevation_deg, azimuth_deg, darkening 0..1) of a lamp whose soft shadows the boxes cast.
     """
     w, h = size
@@ -74,7 +76,7 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
         el, az, dark = np.radians(shadow[0]), np.radians(shadow[1]), float(shadow[2])
         away = -np.array([np.cos(az), np.sin(az)]) / np.tan(el)  # ground offset per mm of height
         shade = np.zeros((h, w), np.float32)
-        for corners, height, _ in boxes:
+        for corners, height, *_ in boxes:
             c = np.asarray(corners, np.float64)
             pts = np.vstack([c, c + away * float(height)])
             hull = cv2.convexHull(pts.astype(np.float32)).reshape(-1, 2)
@@ -86,16 +88,19 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
         rvec, _ = cv2.Rodrigues(R)
         cam_centre = -R.T @ t
         faces = []
-        for corners, height, colour in boxes:
+        for corners, height, colour, *rest in boxes:
             c = np.asarray(corners, np.float64)
-            bottom = np.column_stack([c, np.zeros(4)])
+            z0 = float(rest[0]) if rest else 0.0
+            top_shade = float(rest[1]) if len(rest) > 1 else 1.0
+            bottom = np.column_stack([c, -np.full(4, z0)])
             top = np.column_stack([c, -np.full(4, float(height))])
             quads = [top] + [np.array([bottom[i], bottom[(i + 1) % 4], top[(i + 1) % 4], top[i]]) for i in range(4)]
-            shades = [1.0, 0.8, 0.65, 0.75, 0.9]
+            shades = [top_shade, 0.8, 0.65, 0.75, 0.9]
             for q, s in zip(quads, shades):
                 depth = np.linalg.norm(q.mean(0) - cam_centre)
-                faces.append((depth, q, tuple(float(v) * s for v in colour)))
-        for _, q, col in sorted(faces, key=lambda f: -f[0]):
+                faces.append((z0 > 0, depth, q, tuple(float(v) * s for v in colour)))
+        # Far to near (painter's order), raised boxes last: they hide the top they stand on.
+        for _, _, q, col in sorted(faces, key=lambda f: (f[0], -f[1])):
             p, _ = cv2.projectPoints(q, rvec, t, K, None)
             cv2.fillConvexPoly(img, np.round(p.reshape(-1, 2) * 16).astype(np.int32), col, cv2.LINE_8, shift=4)
     img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)

@@ -59,6 +59,10 @@ def test_piece_sizes_within_one_millimetre(scale, elevation, azimuth, distance):
     assert m.pieces.lattice_pitch_mm == pytest.approx(54 * scale, abs=1.5)
     # The height is what removes the parallax; it is measured too, if less precisely.
     assert m.pieces.tower.height_mm == pytest.approx(42 * scale, rel=0.15)
+    # A wall's height is its merlons' top (the walls here are crenellated as moulded): a fit whose
+    # top sits lower stretches the wall's footprint to reach its top's far end.
+    for wall in (m.pieces.short_wall, m.pieces.long_wall):
+        assert wall.height_mm == pytest.approx(30 * scale, rel=0.06)
 
 
 def test_a_lamps_shadows_do_not_inflate_the_sizes():
