@@ -193,6 +193,54 @@ def learned_probabilities(layers: ColourLayers) -> np.ndarray:
     return cv2.resize(probs, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
+def printed_mat(lightness: np.ndarray, paper: str, mat_to_image: np.ndarray, *, px_per_mm: float = 2.0,
+                tolerance: float = 0.3, misregistration: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Which pixels show the calibration mat as printed, and which cannot be told from it.
+
+    The mat's sheet is drawn (calibration.mat.mat_image) and warped into the photo by its detected
+    homography; a pixel shows the mat when its lightness lies within `tolerance` (of the paper-to-ink
+    contrast) of what the sheet predicts there, allowing `misregistration` pixels of error in the
+    warp. Pieces standing on the mat, and their shadows, do not match. Along the print's edges the
+    prediction spans ink to paper and nothing in between can be told apart: those pixels are the
+    second mask, and so is a thin rim around the sheet. The paper's and the ink's lightness are measured in the photo, smoothly across
+    the sheet (a lamp lights one end more)."""
+    from calibration.mat import mat_image
+
+    h, w = lightness.shape
+    sheet, _ = mat_image(paper, px_per_mm)
+    # Sheet pixel (u, v) covers mat mm [u / p, (u + 1) / p): its centre is at (u + 0.5) / p.
+    sheet_to_mm = np.array([[1 / px_per_mm, 0, 0.5 / px_per_mm], [0, 1 / px_per_mm, 0.5 / px_per_mm], [0, 0, 1.0]])
+    H = np.asarray(mat_to_image, np.float64) @ sheet_to_mm
+    expected = cv2.warpPerspective(sheet.astype(np.float32) / 255.0, H, (w, h), flags=cv2.INTER_LINEAR,
+                                   borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    on_sheet = cv2.warpPerspective(np.ones(sheet.shape, np.uint8), H, (w, h), flags=cv2.INTER_NEAREST) > 0
+    k = np.ones((2 * misregistration + 1,) * 2, np.uint8)
+    lo, hi = cv2.erode(expected, k), cv2.dilate(expected, k)
+    L = lightness.astype(np.float32)
+    paper_px, ink_px = on_sheet & (lo > 0.9), on_sheet & (hi < 0.1)
+    if paper_px.sum() < 50 or ink_px.sum() < 50:
+        return on_sheet, np.zeros_like(on_sheet)
+
+    def level(where: np.ndarray, pct: float) -> np.ndarray:
+        # Smooth map of the lightness the paper (or ink) shows, from the pixels that look like it.
+        typical = float(np.percentile(L[where], pct))
+        near = where & (np.abs(L - typical) < 0.35 * max(typical, 20.0))
+        size = (max(3, w // 8) | 1, max(3, h // 8) | 1)
+        num = cv2.blur(np.where(near, L, 0.0).astype(np.float32), size)
+        den = cv2.blur(near.astype(np.float32), size)
+        return np.where(den > 0.02, num / np.maximum(den, 1e-6), typical).astype(np.float32)
+
+    white, ink = level(paper_px, 75), level(ink_px, 25)
+    contrast = np.maximum(white - ink, 10.0)
+    below = (ink + contrast * lo) - L
+    above = L - (ink + contrast * hi)
+    deviation = np.maximum(np.maximum(below, above), 0.0) / contrast
+    matches = on_sheet & (deviation < tolerance)
+    # Just beyond the sheet's edge the warp may put paper or table: neither is plastic, nor sure to be not.
+    rim = cv2.dilate(on_sheet.astype(np.uint8), np.ones((2 * misregistration + 3,) * 2, np.uint8)).astype(bool) & ~on_sheet
+    return matches | rim, (matches & (hi - lo > 0.5)) | rim
+
+
 def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08,
                   hue_centres: Mapping[str, float] = HUE_CENTRES,
                   keep_lab: Mapping[str, Sequence[float]] | None = None, learned: bool = True) -> Masks:

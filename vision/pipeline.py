@@ -23,7 +23,7 @@ from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import FoundKeep, Occluders, find_keeps
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
-from vision.masks import Masks, compute_masks
+from vision.masks import Masks, compute_masks, printed_mat
 from vision.overlay import OWNER_BGR, draw_overlay
 from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
 from vision.profile import ReadingSettings, settings_from_profile
@@ -805,18 +805,25 @@ def _apply_profile(photo: DecodedPhoto, profile) -> DecodedPhoto:
 
 # ---------------------------------------------------------------------------------------------------
 
-def _mask_out_mat(masks: Masks, mat_corners: np.ndarray) -> np.ndarray:
+def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     """Remove the calibration mat from the piece masks; returns the castle region found again.
 
-    The mat's white paper and black squares are neutral and unlike the table: without this they
-    would join the castle's grey mask (and may reach the photo's edge)."""
-    paper = np.zeros(masks.grey.shape, np.uint8)
-    cv2.fillConvexPoly(paper, np.round(mat_corners).astype(np.int32), 1)
-    paper = cv2.dilate(paper, np.ones((9, 9), np.uint8)).astype(bool)
-    masks.grey &= ~paper
-    masks.grey_soft[paper] = 0.0
-    masks.keep &= ~paper
-    masks.keep_label[paper] = 0
+    The mat's white paper and black print are neutral and unlike the table: without this they would
+    join the castle's grey mask (and may reach the photo's edge). Only what shows the mat as printed
+    is removed, so pieces standing on it (the mat may lie under the castle) are still read; along the
+    print's edges, where plastic and print cannot be told apart, the evidence is left neutral."""
+    if pose.mat_to_image is not None and pose.mat_paper is not None:
+        lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
+        mat, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
+    else:
+        mat = np.zeros(masks.grey.shape, np.uint8)
+        cv2.fillConvexPoly(mat, np.round(pose.mat_corners).astype(np.int32), 1)
+        mat, unsure = cv2.dilate(mat, np.ones((9, 9), np.uint8)).astype(bool), np.zeros(masks.grey.shape, bool)
+    masks.grey &= ~mat
+    masks.grey_soft[mat] = 0.0
+    masks.grey_soft[unsure] = 0.5
+    masks.keep &= ~mat
+    masks.keep_label[mat] = 0
     return castle_region(masks.grey)
 
 
@@ -931,7 +938,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
         with timer.stage("table_plane"):
             pose = table_pose(photo, masks.grey & region)
             if pose is not None and pose.mat_corners is not None:
-                region = _mask_out_mat(masks, pose.mat_corners)
+                region = _mask_out_mat(masks, pose)
         if pose is not None:
             with timer.stage("lattice"):
                 lattice = lattice_from_pose(pose, masks.grey & region, pitch_mm_range=settings.pitch_mm_range(PITCH_MM_RANGE),

@@ -25,6 +25,8 @@ class TablePose:
     quality: float  # 0..1, how well the plane was determined
     focal_source: str
     mat_corners: np.ndarray | None = None  # image polygon of the mat's paper (its white is not a piece)
+    mat_to_image: np.ndarray | None = None  # homography: mat millimetres -> image pixels
+    mat_paper: str | None = None  # the mat's paper size ("a4", "letter", "a3")
 
 
 def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | None) -> tuple[np.ndarray, str]:
@@ -52,7 +54,7 @@ def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None
     quality = float(np.clip(1.0 - det.rms_mm / 2.0, 0.0, 1.0)) * min(1.0, len(det.corner_ids) / 12.0)
     pw, ph = det.layout.paper_mm
     paper = det.mat_to_image(np.array([[0, 0], [pw, 0], [pw, ph], [0, ph]], float))
-    return TablePose(cam, "mat", "mm", quality, fsrc, paper)
+    return TablePose(cam, "mat", "mm", quality, fsrc, paper, H, det.paper)
 
 
 def _camera_from_mat_points(mat_mm: np.ndarray, image_px: np.ndarray, K: np.ndarray) -> Camera | None:

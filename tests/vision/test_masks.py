@@ -51,3 +51,36 @@ def test_a_red_keep_on_a_terracotta_table_is_still_a_keep():
     red = KEEP_COLOURS.index("red") + 1
     assert (masks.keep_label[100:116, 150:166] == red).mean() > 0.5
     assert (masks.keep_label[:80, 200:] != 0).mean() < 0.01  # the cloth itself is no keep
+
+
+def test_pieces_standing_on_the_calibration_mat_are_not_cut_out_with_it():
+    """The mat may lie under the castle: only what shows the mat as printed is removed from the masks,
+    pieces standing on its paper or its print (and their shadows) are not."""
+    import cv2
+
+    from calibration.synthetic import box_corners, look_at, render_mat_view
+    from vision.masks import printed_mat
+    from vision.plane import pose_from_mat
+
+    K = np.array([[900.0, 0, 480.0], [0, 900.0, 360.0], [0, 0, 1]])
+    R, t = look_at((105, 148), 60, 250, 520)
+    boxes = [(box_corners(x, y, 22, 22, a), 42, (140, 140, 145)) for x, y, a in ((60, 100, 10), (150, 190, 35), (100, 230, 0))]
+    photo = render_mat_view(K, R, t, (960, 720), boxes=boxes, shadow=(55, 30, 0.3))
+    pose = pose_from_mat(photo, None)
+    assert pose is not None and pose.mat_paper == "a4"
+    mat, unsure = printed_mat(cv2.cvtColor(photo, cv2.COLOR_BGR2LAB)[:, :, 0], pose.mat_paper, pose.mat_to_image)
+
+    pieces = np.zeros(photo.shape[:2], np.uint8)
+    rvec, _ = cv2.Rodrigues(R)
+    for corners, height, _ in boxes:
+        pts = np.vstack([np.c_[corners, np.zeros(4)], np.c_[corners, -np.full(4, height)]])
+        px, _ = cv2.projectPoints(pts, rvec, t, K, None)
+        cv2.fillConvexPoly(pieces, cv2.convexHull(px.reshape(-1, 2).astype(np.float32)).astype(np.int32), 1)
+    pieces = cv2.erode(pieces, np.ones((5, 5), np.uint8)).astype(bool)  # their outlines may blur into the mat
+    sheet = np.zeros(photo.shape[:2], np.uint8)
+    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
+    bare = cv2.erode(sheet, np.ones((9, 9), np.uint8)).astype(bool) & ~cv2.dilate(pieces.astype(np.uint8), np.ones((41, 41), np.uint8)).astype(bool)
+    cut = mat & ~unsure
+    assert np.mean(cut[pieces]) < 0.1  # the pieces stay in the piece masks (where they cover the print's edges, unsure)
+    assert np.mean(unsure[pieces]) < 0.6
+    assert np.mean(cut[bare]) > 0.5 and np.mean(mat[bare]) > 0.97  # the bare mat is cut (the print's edges left neutral)
