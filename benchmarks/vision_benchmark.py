@@ -175,7 +175,9 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
         row.update({"refused": True, "refusal": err, "confidence": 0.0})
     else:
         row.update({"refused": reading.refusal is not None, "refusal": reading.refusal,
-                    "confidence": round(reading.confidence, 3), "timings": reading.timings})
+                    "confidence": round(reading.confidence, 3), "timings": reading.timings,
+                    "factors": reading.rectification.get("factors", {}),
+                    "notices": sum(1 for f in reading.findings if f.get("severity") == "notice")})
         castle = reading.castle or reading.tentative_castle
         if castle is not None:
             row["pieces"] = compare(castle, truth)
