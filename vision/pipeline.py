@@ -425,59 +425,6 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     return notes
 
 
-def tower_flanks(fit: Fit, i: int, cover: np.ndarray) -> list[tuple[float, float]]:
-    """(mean evidence, share in view) of the two parts of tower `i`'s box beside a straight run of walls
-    through it: the parts a tower has and a long wall's middle has not. `cover` is fit.cover() (the
-    tower's own silhouette is left out of it here)."""
-    d, (x, y) = fit.dims, fit.elements[i].key
-    run_along_i = _wall_ends(fit)[(x, y)][0][1] == 0
-    off, across = (d.wall_half + d.tower_half) / 2, (d.tower_half - d.wall_half) / 2
-    cover[fit.elements[i].idx] -= 1
-    try:
-        if run_along_i:
-            return [fit.evidence_in_view((x, y + s * off), (d.tower_half, across), d.tower_h, cover) for s in (-1, 1)]
-        return [fit.evidence_in_view((x + s * off, y), (across, d.tower_half), d.tower_h, cover) for s in (-1, 1)]
-    finally:
-        cover[fit.elements[i].idx] += 1
-
-
-def one_sided_towers(fit: Fit, keeps: list[FoundKeep], min_view: float = 0.25, min_evidence: float = 0.2) -> list[dict]:
-    """A tower in a straight run of two walls that shows plastic beside the run on one side only is read
-    as a long wall's middle.
-
-    A tower is wider than a wall, so it shows beside the run on both sides; a long wall's middle shows
-    nothing there. A shadow along the wall can look like plastic on its dark side, but not on the lit
-    side: so the side with the least evidence decides, and a tower must look more plastic than not there
-    (mean evidence at least `min_evidence` where at least `min_view` of that side is in view). On 80
-    development photos (pixel model) the towers ICM had put in straight runs held by towers at both ends
-    had a median least-side evidence of 0.62 (35-70 deg) and 0.45 (70-90 deg) where a tower stood, 0.08
-    and 0.02 where a long wall's middle did. Towers at corners, crossings and ends, and towers whose run
-    is not held by towers at both far ends, are never touched (G1 needs them)."""
-    if fit.weight is None:
-        return []
-    ends, cover, found = _wall_ends(fit), fit.cover(), []
-    towers = {el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"}
-    one_sided = []
-    for i, el in enumerate(fit.elements):
-        if el.key in towers and el.kind == "tower" and _straight_through(ends.get(el.key, [])):
-            seen = [evidence for evidence, view in tower_flanks(fit, i, cover) if view >= min_view]
-            if seen and min(seen) < min_evidence:
-                one_sided.append((min(seen), i))
-    # Clearest first; a tower already read as a wall's middle no longer holds the end of another run.
-    for _, i in sorted(one_sided):
-        (x, y), (dx, dy) = fit.elements[i].key, ends[fit.elements[i].key][0]
-        if (x - dx, y - dy) in towers and (x + dx, y + dy) in towers:
-            fit.decision.active[i] = False
-            towers.discard((x, y))
-            found.append((x, y))
-    if not found:
-        return []
-    castle, (ox, oy) = build_castle(fit, keeps)
-    return [{"rule": "components", "severity": "notice",
-             "message": f"{len(found)} tower(s) in a straight run show plastic on one side only and were read as the "
-                        f"middle of a long wall: {', '.join(str([x - ox, y - oy]) for x, y in found)}"}]
-
-
 def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[dict]:
     """Two short walls ending in line at a lattice point with no tower: told from a long wall by the gap.
 
@@ -591,7 +538,6 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     notes += join_hidden_walls(fit, keeps)
     notes += complete_long_walls(fit, keeps)
     notes += add_required_towers(fit)
-    notes += one_sided_towers(fit, keeps)
     notes += remove_excess_towers(fit, keeps)
     castle, _ = build_castle(fit, keeps)
     base = _rule_problems(castle)

@@ -303,24 +303,3 @@ def test_a_hidden_wall_is_not_read_where_the_rules_or_the_photo_say_it_is_not_th
     # Its pixels clearly say "no wall" (a strongly negative margin).
     fit = _square_with_hidden_wall(-0.5)
     assert join_hidden_walls(fit, [_red_keep_at((0.5, 0.5))]) == [] and not fit.decision.active[-1]
-
-
-def test_a_tower_showing_plastic_on_one_side_of_its_run_is_read_as_a_long_walls_middle():
-    from vision.pipeline import build_castle, one_sided_towers
-
-    # A long wall from (0,0) to (2,0) casting a shadow along one side, which looks like plastic: ICM put
-    # a tower in its middle. A tower is wider than the wall on both sides; the lit side shows table.
-    d = Dims()
-    towers = [((float(x), 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0, 2)]
-    long_wall = ((1.0, 0.0), (1.0, d.wall_half), d.wall_h)
-    shadow = ((1.0, -d.wall_half - d.tower_half / 2), (1.0, d.tower_half / 2), 0.0)
-    decided = {(0, 0): True, (1, 0): True, (2, 0): True, ((0, 0), (1, 0)): True, ((1, 0), (2, 0)): True}
-    fit = _top_down_fit(towers + [long_wall, shadow], decided)
-    notes = one_sided_towers(fit, [])
-    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
-    assert "[1, 0]" in notes[0]["message"]
-    # A real tower there, with the same shadow beside its walls: it shows on both sides and stays.
-    middle = ((1.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
-    fit = _top_down_fit(towers + [long_wall, shadow, middle], decided)
-    assert one_sided_towers(fit, []) == []
-    assert len(build_castle(fit, [])[0].walls) == 2
