@@ -113,6 +113,20 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     return boxes
 
 
+def keep_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
+    """A keep as render_mat_view boxes, as synth.geometry builds it: a square body up to 0.8 of its
+    height and a merlon on each corner (0.3 of its side square) up to its full height."""
+    a = math.radians(angle_deg)
+    ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+    foot, m = 0.8 * height, 0.3 * side
+    boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour)]
+    for su in (-1, 1):
+        for sv in (-1, 1):
+            c = np.array([x, y]) + (su * ax + sv * ay) * (side - m) / 2
+            boxes.append((box_corners(c[0], c[1], m, m, angle_deg), height, colour, foot))
+    return boxes
+
+
 def _pieces_scene(rng: np.random.Generator):
     s = {k: rng.uniform(0.85, 1.15) for k in ("tower", "wall", "keep")}
     hs = rng.uniform(0.85, 1.15)
@@ -133,6 +147,8 @@ def _pieces_scene(rng: np.random.Generator):
         if kind.endswith("wall"):
             # The walls' tabs are sized by a tower of their own scale, not the one on the mat.
             boxes += wall_boxes(x, y, ln, wd, ht, turn, colour, 22 * s["wall"])
+        elif kind == "keep":
+            boxes += keep_boxes(x, y, ln, ht, turn, colour)
         else:
             boxes.append((box_corners(x, y, ln, wd, turn), ht, colour))
     return boxes, sizes

@@ -380,41 +380,58 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
     return faces
 
 
-def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, merlons: bool = False):
+# The merlons on a keep's top: (height as a share of the keep's, boxes (u0, u1, v0, v1) as shares of
+# its side, from its centre), as estimated for the renders (synth.geometry): four corner merlons 0.3
+# of its side, 0.2 of its height. (A tower's parapet fitted the same way made towers worse on the
+# development renders, 3.8 mm short and an 84 mm high tower among 14: towers stay plain boxes.)
+CROWN = {"keep": (0.2, [(a, b, c, d) for a, b in ((-0.5, -0.2), (0.2, 0.5)) for c, d in ((-0.5, -0.2), (0.2, 0.5))])}
+
+
+def _crown(kind: str | None, params: np.ndarray):
+    """A piece's merlons as (share of its height where they start, boxes (u0, u1, v0, v1) in mm along
+    and across it from its centre), or None for a piece fitted as a plain box."""
+    length, width = params[3], params[4]
+    if kind in ("short_wall", "long_wall") and len(params) == 9:
+        merlon_w, gap = WALL_MERLON[0] * width, WALL_MERLON[1] * width
+        # Merlons spaced along the wall as moulded: one flush with each end, the rest evenly between.
+        n = max(2, int(round((length + gap) / (merlon_w + gap))))
+        gap = (length - n * merlon_w) / (n - 1)
+        u0 = -length / 2 + np.arange(n) * (merlon_w + gap)
+        return WALL_MERLON[2], [(a, a + merlon_w, -width / 2, width / 2) for a in u0]
+    if kind in CROWN:
+        share, boxes = CROWN[kind]
+        return share, [(a * length, b * length, c * width, d * width) for a, b, c, d in boxes]
+    return None
+
+
+def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None = None):
     """The projected piece's visible faces as convex polygons on the mat: the body's, a wall's tabs'
-    and (with `merlons`, a wall's crenellated top: WALL_MERLON) its merlons', each named by its
+    and (given the piece's `kind`, its crenellated top: _crown) its merlons', each named by its
     orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the piece): faces turned the same
     way are lit the same."""
     theta = params[2]
     ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
     axes = np.array([ax, -ay, -ax, ay])
     corners = _box_corners(params, nadir, cam_z)
-    if not (merlons and len(params) == 9):
-        body = _box_faces(corners[:4], corners[4:8], nadir, axes)
-        tabs = [face for k in range(8, len(corners), 8)
-                for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
-        return body, tabs, []
-    # The wall's height is its merlons' top; its body ends lower, at the merlons' foot.
-    length, width, height = params[3], params[4], params[5]
-    foot = (1.0 - WALL_MERLON[2]) * height
+    tabs = [face for k in range(8, len(corners), 8)
+            for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
+    crown = _crown(kind, params)
+    if crown is None:
+        return _box_faces(corners[:4], corners[4:8], nadir, axes), tabs, []
+    # The piece's height is its merlons' top; its body ends lower, at the merlons' foot.
+    share, boxes = crown
+    height = params[5]
+    foot = (1.0 - share) * height
     body_params = np.array(params[:6], float)
     body_params[5] = foot
     body_c = _box_corners(body_params, nadir, cam_z)
     body = _box_faces(body_c[:4], body_c[4:8], nadir, axes)
-    tabs = [face for k in range(8, len(corners), 8)
-            for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
     k_foot = cam_z / max(cam_z - foot, 1e-3)
     k_top = cam_z / max(cam_z - height, 1e-3)
     centre = np.array(params[:2], float)
-    merlon_w, gap = WALL_MERLON[0] * width, WALL_MERLON[1] * width
-    # Merlons spaced along the wall as moulded: one flush with each end, the rest evenly between.
-    n = max(2, int(round((length + gap) / (merlon_w + gap))))
-    gap = (length - n * merlon_w) / (n - 1)
     merlon = []
-    for i in range(n):
-        u0 = -length / 2 + i * (merlon_w + gap)
-        foot_xy = (centre + np.outer([u0 + merlon_w, u0 + merlon_w, u0, u0], ax)
-                   + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width)
+    for u0, u1, v0, v1 in boxes:
+        foot_xy = centre + np.outer([u1, u1, u0, u0], ax) + np.outer([v1, v0, v0, v1], ay)
         merlon += _box_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
     return body, tabs, merlon
 
@@ -543,13 +560,14 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     rho_bg = np.minimum(r_bg ** 2, tau2) / tau2
     ramp = APPEARANCE_STEP / RECT_PX_PER_MM
     ln0, _, hn = NOMINAL_MM[f.kind]
-    square = f.kind == "tower"
+    square = f.kind in ("tower", "keep")  # one side for both
+    kind = f.kind
     hi_ = 4 if square else 5
     chans = [np.ascontiguousarray(norm[:, ch]) for ch in range(3)]
 
     def per_pixel(q):
         p = _expand(q, square, tabs)
-        body_faces, tab_faces, merlon_faces = _faces(p, scene.nadir, scene.cam_z, merlons=tabs)
+        body_faces, tab_faces, merlon_faces = _faces(p, scene.nadir, scene.cam_z, kind)
         shape = grid.use.shape
         # Merlons stand on the body: where one is seen, the body behind it is not.
         merlon = {}
@@ -631,7 +649,7 @@ def _proportional_start(q: np.ndarray, kind: str, length: float | None = None) -
     ln0, wn, hn = NOMINAL_MM[kind]
     out = np.asarray(q, float).copy()
     out[3] = q[3] if length is None else length
-    if kind == "tower":
+    if kind in ("tower", "keep"):  # square: length, height
         out[4] = hn * out[3] / ln0
     else:
         out[4], out[5] = wn * out[3] / ln0, hn * out[3] / ln0
@@ -960,11 +978,17 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
                    tuple(f.label for f in fits))
     for f in fits:
         if f.kind == "keep":
-            # Keeps stand out by their colour, so their fit is sure: the paper around them shows
-            # what the light is like (see _check_light).
-            f.deep_shadow = _deep_shadow(f, scene)
-        else:
-            _refine_by_appearance(f, scene)
+            # Keeps stand out by their colour, so their outline is sure: the paper around it shows
+            # what the light is like (see _check_light). Read before the refit below, which
+            # can leave a keep's dark base outside it and that base would pass for a shadow
+            # (on the development renders it refused 3 of 45 photos in even light).
+            light = _deep_shadow(f, scene)
+        # Keeps too: their outline can take in a shadow that the room's light tints like them (a
+        # warm lamp's shadows are bluer than the paper), and a box fitted to it came out flat and
+        # up to 9 mm too big.
+        _refine_by_appearance(f, scene)
+        if f.kind == "keep":
+            f.deep_shadow = light
     _check_light(fits, notes)
     _check_shapes(fits)
     _agree_with_set(fits, scene, notes)

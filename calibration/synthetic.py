@@ -45,14 +45,16 @@ def box_corners(cx: float, cy: float, length: float, width: float, angle_deg: fl
 
 
 def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0,
-                    light=(1.0, 1.0, 1.0), shadow: tuple[float, float, float] | None = None):
+                    light=(1.0, 1.0, 1.0), shadow: tuple | None = None):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
     boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour[, bottom_mm[, top_shade]]);
     the faces are shaded by fixed factors (top brightest), the top also by `top_shade` (default 1: a
     wall's top between its merlons lies in their shade). A box with a bottom above the mat (a wall's
     merlon on its body) stands on another and is drawn after the boxes standing on the mat. light: BGR gains of the light (BGR images only).
-    shadow: (elevation_deg, azimuth_deg, darkening 0..1) of a lamp whose soft shadows the boxes cast.
+    shadow: (elevation_deg, azimuth_deg, darkening 0..1[, bgr tint]) of a lamp whose soft shadows the
+    boxes cast; the tint scales the darkening per channel (a warm lamp's shadows are lit by the rest
+    of the room, so they are bluer than the paper around them: less darkening in blue).
     """
     w, h = size
     # Render at four times the size and shrink: a camera integrates over each pixel, a plain warp
@@ -83,7 +85,8 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
             px = cv2.perspectiveTransform(hull.reshape(-1, 1, 2).astype(np.float64), H).reshape(-1, 2)
             cv2.fillConvexPoly(shade, np.round(px * 16).astype(np.int32), 1.0, cv2.LINE_8, shift=4)
         shade = cv2.GaussianBlur(shade, (0, 0), 2.0 * ss)  # a lamp, not a point: soft edges
-        img = (img.astype(np.float32) * (1.0 - dark * shade[:, :, None])).astype(np.uint8)
+        tint = np.asarray(shadow[3] if len(shadow) > 3 else (1.0, 1.0, 1.0), np.float32)
+        img = np.clip(img.astype(np.float32) * (1.0 - dark * shade[:, :, None] * tint), 0, 255).astype(np.uint8)
     if boxes:
         rvec, _ = cv2.Rodrigues(R)
         cam_centre = -R.T @ t
