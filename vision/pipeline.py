@@ -755,21 +755,36 @@ def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     """Remove the calibration mat from the piece masks; returns the castle region found again.
 
     The mat's white paper and black print are neutral and unlike the table: without this they would
-    join the castle's grey mask (and may reach the photo's edge). Only what shows the mat as printed
-    is removed, so pieces standing on it (the mat may lie under the castle) are still read; along the
-    print's edges, where plastic and print cannot be told apart, the evidence is left neutral."""
+    join the castle's grey mask (and may reach the photo's edge). The whole sheet is removed except
+    pieces standing on it (the mat may lie under the castle): what does not show the mat as printed
+    and joins the castle's plastic beyond the sheet. Along the print's edges near such pieces, where
+    plastic and print cannot be told apart, the evidence is left neutral."""
+    sheet = np.zeros(masks.grey.shape, np.uint8)
+    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
+    sheet = cv2.dilate(sheet, np.ones((9, 9), np.uint8)).astype(bool)
+    on_mat, not_keeps = np.zeros(masks.grey.shape, bool), sheet
     if pose.mat_to_image is not None and pose.mat_paper is not None:
         lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
-        mat, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
-    else:
-        mat = np.zeros(masks.grey.shape, np.uint8)
-        cv2.fillConvexPoly(mat, np.round(pose.mat_corners).astype(np.int32), 1)
-        mat, unsure = cv2.dilate(mat, np.ones((9, 9), np.uint8)).astype(bool), np.zeros(masks.grey.shape, bool)
-    masks.grey &= ~mat
-    masks.grey_soft[mat] = 0.0
-    masks.grey_soft[unsure] = 0.5
-    masks.keep &= ~mat
-    masks.keep_label[mat] = 0
+        printed, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
+        not_keeps = sheet & printed  # a keep on the mat is told from the sheet by its colour
+        # A piece on the mat is part of the castle: a mat beside the castle keeps nothing (its
+        # misprinted-looking specks, a hand's shadow), a mat under it keeps the pieces that join it.
+        standing = masks.grey & sheet & ~printed
+        beyond = masks.grey & ~sheet
+        # (Joined across the print's edges and the sheet's rim too, where the plastic cannot be seen.)
+        n, comp = cv2.connectedComponents((standing | beyond | (masks.grey & unsure)).astype(np.uint8))
+        castle_parts = np.zeros(n, bool)
+        castle_parts[np.unique(comp[beyond])] = True
+        castle_parts[0] = False
+        on_mat = standing & castle_parts[comp]
+        near = cv2.dilate(on_mat.astype(np.uint8), np.ones((15, 15), np.uint8)).astype(bool)
+    removed = sheet & ~on_mat
+    masks.grey &= ~removed
+    masks.grey_soft[removed] = 0.0
+    if on_mat.any():
+        masks.grey_soft[unsure & near] = 0.5
+    masks.keep &= ~not_keeps
+    masks.keep_label[not_keeps] = 0
     return castle_region(masks.grey)
 
 

@@ -84,3 +84,42 @@ def test_pieces_standing_on_the_calibration_mat_are_not_cut_out_with_it():
     assert np.mean(cut[pieces]) < 0.1  # the pieces stay in the piece masks (where they cover the print's edges, unsure)
     assert np.mean(unsure[pieces]) < 0.6
     assert np.mean(cut[bare]) > 0.5 and np.mean(mat[bare]) > 0.97  # the bare mat is cut (the print's edges left neutral)
+
+
+def test_a_piece_on_the_mat_is_kept_only_when_it_joins_the_castle_beyond_the_sheet():
+    """A mat beside the castle gives nothing to the castle; a mat under it keeps the pieces on it."""
+    import cv2
+
+    from calibration.synthetic import box_corners, look_at, render_mat_view
+    from vision.masks import Masks
+    from vision.pipeline import _mask_out_mat
+    from vision.plane import pose_from_mat
+
+    K = np.array([[900.0, 0, 480.0], [0, 900.0, 360.0], [0, 0, 1]])
+    R, t = look_at((105, 148), 60, 250, 600)
+    # A long wall running off the sheet's left edge onto the table, and a tower alone on the sheet.
+    wall, tower = (box_corners(0, 150, 86, 9, 0), 30, (140, 140, 145)), (box_corners(140, 230, 22, 22, 0), 42, (140, 140, 145))
+    photo = render_mat_view(K, R, t, (960, 720), boxes=[wall, tower])
+    pose = pose_from_mat(photo, None)
+    rvec, _ = cv2.Rodrigues(R)
+
+    def drawn(corners, height):
+        out = np.zeros(photo.shape[:2], np.uint8)
+        pts = np.vstack([np.c_[corners, np.zeros(4)], np.c_[corners, -np.full(4, height)]])
+        px, _ = cv2.projectPoints(pts, rvec, t, K, None)
+        cv2.fillConvexPoly(out, cv2.convexHull(px.reshape(-1, 2).astype(np.float32)).astype(np.int32), 1)
+        return cv2.erode(out, np.ones((5, 5), np.uint8)).astype(bool)
+
+    sheet = np.zeros(photo.shape[:2], np.uint8)
+    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
+    wall_px, tower_px = drawn(wall[0], wall[1]), drawn(tower[0], tower[1])
+    # The pixel model's view: the pieces, and the sheet's white too (it is neutral and unlike the table).
+    grey = wall_px | tower_px | (cv2.cvtColor(photo, cv2.COLOR_BGR2GRAY) > 200)
+    shape = photo.shape[:2]
+    masks = Masks(photo, np.ones(3, np.float32), grey.copy(), np.zeros(shape, bool), np.zeros(shape, np.uint8),
+                  np.zeros(shape, np.float32), grey.astype(np.float32), 255.0, 1.0)
+    _mask_out_mat(masks, pose)
+    wall_on_sheet = wall_px & sheet.astype(bool)
+    assert wall_on_sheet.sum() > 100 and np.mean(masks.grey[wall_on_sheet]) > 0.6
+    assert np.mean(masks.grey[tower_px]) < 0.05
+    assert np.mean(masks.grey[sheet.astype(bool) & ~wall_px & ~tower_px]) < 0.02
