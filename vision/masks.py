@@ -202,8 +202,8 @@ def printed_mat(lightness: np.ndarray, paper: str, mat_to_image: np.ndarray, *, 
     contrast) of what the sheet predicts there, allowing `misregistration` pixels of error in the
     warp. Pieces standing on the mat, and their shadows, do not match. Along the print's edges the
     prediction spans ink to paper and nothing in between can be told apart: those pixels are the
-    second mask, and so is a thin rim around the sheet. The paper's and the ink's lightness are measured in the photo, smoothly across
-    the sheet (a lamp lights one end more)."""
+    second mask, and so is a thin rim around the sheet. The paper's and the ink's lightness are
+    measured in the photo, smoothly across the sheet (a lamp lights one end more)."""
     from calibration.mat import mat_image
 
     h, w = lightness.shape

@@ -762,7 +762,7 @@ def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     sheet = np.zeros(masks.grey.shape, np.uint8)
     cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
     sheet = cv2.dilate(sheet, np.ones((9, 9), np.uint8)).astype(bool)
-    on_mat, not_keeps = np.zeros(masks.grey.shape, bool), sheet
+    on_mat, unsure, not_keeps = np.zeros(masks.grey.shape, bool), np.zeros(masks.grey.shape, bool), sheet
     if pose.mat_to_image is not None and pose.mat_paper is not None:
         lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
         printed, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
@@ -777,11 +777,11 @@ def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
         castle_parts[np.unique(comp[beyond])] = True
         castle_parts[0] = False
         on_mat = standing & castle_parts[comp]
-        near = cv2.dilate(on_mat.astype(np.uint8), np.ones((15, 15), np.uint8)).astype(bool)
     removed = sheet & ~on_mat
     masks.grey &= ~removed
     masks.grey_soft[removed] = 0.0
     if on_mat.any():
+        near = cv2.dilate(on_mat.astype(np.uint8), np.ones((15, 15), np.uint8)).astype(bool)
         masks.grey_soft[unsure & near] = 0.5
     masks.keep &= ~not_keeps
     masks.keep_label[not_keeps] = 0
