@@ -70,8 +70,8 @@ def measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     if pose is None:
         row["stage"] = "pose"
         return row
-    if pose.mat_corners is not None:
-        region = _mask_out_mat(masks, pose.mat_corners)
+    if pose.mat_to_image is not None:
+        region = _mask_out_mat(masks, pose)
     n_true = np.array(truth["camera"]["R"])[:, 2]
     n_est = pose.camera.R[:, 2]
     row["source"] = pose.source

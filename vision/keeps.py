@@ -14,7 +14,7 @@ import numpy as np
 
 from vision.camera import Camera
 from vision.masks import KEEP_COLOURS
-from vision.reconstruct import Dims
+from vision.reconstruct import BOX_SIGNS, Dims
 # Pixels between where a single and a Double Keep's top would be seen: below this, the photo cannot
 # show which one it is.
 MIN_LEAN_PX = 6.0
@@ -42,7 +42,6 @@ class FoundKeep:
     height_by_size: bool = False  # single or double read from the blob's size (heights_from_size), not its outline
 
 
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
 # Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.
 _SHIFTS = np.array([[dx, dy] for dx in (-0.06, 0.0, 0.06) for dy in (-0.06, 0.0, 0.06)])
 _YAWS = np.array([0.0, 0.39, 0.785, 1.18])
@@ -51,9 +50,9 @@ _YAWS = np.array([0.0, 0.39, 0.785, 1.18])
 def _silhouettes(cam: Camera, at: np.ndarray, half: float, height: float, yaws: np.ndarray) -> list[np.ndarray]:
     """Image outlines (convex hulls) of keeps standing at each of `at` (N, 2), turned by `yaws` (N,)."""
     c, sn = np.cos(yaws)[:, None], np.sin(yaws)[:, None]
-    dx, dy = _SIGNS[None, :, 0] * half, _SIGNS[None, :, 1] * half
+    dx, dy = BOX_SIGNS[None, :, 0] * half, BOX_SIGNS[None, :, 1] * half
     corners = np.stack([at[:, :1] + c * dx - sn * dy, at[:, 1:] + sn * dx + c * dy,
-                        np.broadcast_to(_SIGNS[:, 2] * height, (len(at), 8))], axis=2)
+                        np.broadcast_to(BOX_SIGNS[:, 2] * height, (len(at), 8))], axis=2)
     px = cam.project(corners.reshape(-1, 3)).reshape(len(at), 8, 2).astype(np.float32)
     return [cv2.convexHull(q).reshape(-1, 2) for q in px]
 

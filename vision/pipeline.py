@@ -574,7 +574,7 @@ def keep_colours_in_view(keep_label: np.ndarray, region: np.ndarray | None = Non
     n = 0
     if region is not None:  # claims stand inside the castle; a yellowish table or card outside is no player
         x, y, w, h = cv2.boundingRect(region.astype(np.uint8))
-        keep_label = np.where(region, keep_label, 0)[y:y + h, x:x + w]
+        keep_label = keep_label[y:y + h, x:x + w] * region[y:y + h, x:x + w]
     for li in range(1, 5):
         m = (keep_label == li).astype(np.uint8)
         k, _, stats, _ = cv2.connectedComponentsWithStats(m)
@@ -762,21 +762,19 @@ def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     sheet = np.zeros(masks.grey.shape, np.uint8)
     cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
     sheet = cv2.dilate(sheet, np.ones((9, 9), np.uint8)).astype(bool)
-    on_mat, unsure, not_keeps = np.zeros(masks.grey.shape, bool), np.zeros(masks.grey.shape, bool), sheet
-    if pose.mat_to_image is not None and pose.mat_paper is not None:
-        lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
-        printed, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
-        not_keeps = sheet & printed  # a keep on the mat is told from the sheet by its colour
-        # A piece on the mat is part of the castle: a mat beside the castle keeps nothing (its
-        # misprinted-looking specks, a hand's shadow), a mat under it keeps the pieces that join it.
-        standing = masks.grey & sheet & ~printed
-        beyond = masks.grey & ~sheet
-        # (Joined across the print's edges and the sheet's rim too, where the plastic cannot be seen.)
-        n, comp = cv2.connectedComponents((standing | beyond | (masks.grey & unsure)).astype(np.uint8))
-        castle_parts = np.zeros(n, bool)
-        castle_parts[np.unique(comp[beyond])] = True
-        castle_parts[0] = False
-        on_mat = standing & castle_parts[comp]
+    lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
+    printed, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
+    not_keeps = sheet & printed  # a keep on the mat is told from the sheet by its colour
+    # A piece on the mat is part of the castle: a mat beside the castle keeps nothing (its
+    # misprinted-looking specks, a hand's shadow), a mat under it keeps the pieces that join it.
+    standing = masks.grey & sheet & ~printed
+    beyond = masks.grey & ~sheet
+    # (Joined across the print's edges and the sheet's rim too, where the plastic cannot be seen.)
+    n, comp = cv2.connectedComponents((standing | beyond | (masks.grey & unsure)).astype(np.uint8))
+    castle_parts = np.zeros(n, bool)
+    castle_parts[np.unique(comp[beyond])] = True
+    castle_parts[0] = False
+    on_mat = standing & castle_parts[comp]
     removed = sheet & ~on_mat
     masks.grey &= ~removed
     masks.grey_soft[removed] = 0.0
@@ -898,7 +896,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
     if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
             pose = table_pose(photo, masks.grey & region)
-            if pose is not None and pose.mat_corners is not None:
+            if pose is not None and pose.mat_to_image is not None:
                 region = _mask_out_mat(masks, pose)
         if pose is not None:
             with timer.stage("lattice"):

@@ -24,9 +24,19 @@ class TablePose:
     unit: str  # "mm" or "camera-height"
     quality: float  # 0..1, how well the plane was determined
     focal_source: str
-    mat_corners: np.ndarray | None = None  # image polygon of the mat's paper (its white is not a piece)
-    mat_to_image: np.ndarray | None = None  # homography: mat millimetres -> image pixels
+    mat_to_image: np.ndarray | None = None  # homography: mat millimetres -> image pixels (None: no mat)
     mat_paper: str | None = None  # the mat's paper size ("a4", "letter", "a3")
+
+    @property
+    def mat_corners(self) -> np.ndarray | None:
+        """Image polygon (4, 2) of the mat's paper, or None without a mat."""
+        if self.mat_to_image is None or self.mat_paper is None:
+            return None
+        from calibration.mat import mat_layout
+
+        pw, ph = mat_layout(self.mat_paper).paper_mm
+        corners = np.array([[[0, 0], [pw, 0], [pw, ph], [0, ph]]], float)
+        return cv2.perspectiveTransform(corners, np.asarray(self.mat_to_image, np.float64))[0]
 
 
 def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | None) -> tuple[np.ndarray, str]:
@@ -52,9 +62,7 @@ def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None
     K, fsrc = _focal(w, h, exif_focal, H)
     cam = _camera_from_mat_points(det.all_mat_points_mm, det.all_image_points, K) or Camera.from_homography(H, K)
     quality = float(np.clip(1.0 - det.rms_mm / 2.0, 0.0, 1.0)) * min(1.0, len(det.corner_ids) / 12.0)
-    pw, ph = det.layout.paper_mm
-    paper = det.mat_to_image(np.array([[0, 0], [pw, 0], [pw, ph], [0, ph]], float))
-    return TablePose(cam, "mat", "mm", quality, fsrc, paper, H, det.paper)
+    return TablePose(cam, "mat", "mm", quality, fsrc, H, det.paper)
 
 
 def _camera_from_mat_points(mat_mm: np.ndarray, image_px: np.ndarray, K: np.ndarray) -> Camera | None:

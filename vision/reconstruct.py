@@ -60,7 +60,8 @@ class Element:
     clipped: bool = False  # part of its silhouette falls outside the image
 
 
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
+# The eight corners of a box, as signs along i, j and up (bottom corner, then top, at each footprint corner).
+BOX_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)], float)
 
 
 def element_boxes(kind: str, key: tuple, d: Dims) -> np.ndarray:
@@ -81,8 +82,8 @@ def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
     along_i = (a[:, 1] == b[:, 1])[:, None]
     half = np.where(tower[:, None], [d.tower_half, d.tower_half], np.where(along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
     height = np.where(tower, d.tower_h, d.wall_h)
-    xy = centre[:, None, :] + _SIGNS[None, :, :2] * half[:, None, :]
-    z = _SIGNS[None, :, 2] * height[:, None]
+    xy = centre[:, None, :] + BOX_SIGNS[None, :, :2] * half[:, None, :]
+    z = BOX_SIGNS[None, :, 2] * height[:, None]
     return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
 
 
@@ -145,8 +146,8 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
     """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
     extents along i and j, height)."""
     h, w = shape
-    xy = np.asarray(centre, float) + _SIGNS[:, :2] * np.asarray(half, float)
-    px = cam.project(np.c_[xy, _SIGNS[:, 2] * height])
+    xy = np.asarray(centre, float) + BOX_SIGNS[:, :2] * np.asarray(half, float)
+    px = cam.project(np.c_[xy, BOX_SIGNS[:, 2] * height])
     lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
     hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
     if np.any(hi < lo):
