@@ -1,9 +1,10 @@
 """Measure the pixel model (vision/pixels.py) against the renders' per-pixel truth.
 
-    python -m benchmarks.pixel_masks DIR[:FIRST:COUNT] ... [--model vision/pixel_model.npz] [--json out.json]
+    python -m benchmarks.pixel_masks DIR[:FIRST:COUNT] ... [--model FILE ...] [--json out.json]
 
-Per photo, the model's grey and keep masks (probability above 0.5, at the model's 640 px) are compared
-with the renderer's item masks (the same labels vision.train_pixels learns from; pixels on a border
+Per photo, the grey and keep masks (probability above 0.5, at the models' 640 px; by default as the
+reader makes them, with --model from the mean of the files named) are compared with the renderer's
+item masks (the same labels vision.train_pixels learns from; pixels on a border
 between classes and the calibration mat's paper are left out). Prints grey and keep precision/recall
 per table and overall, pooled over pixels. This is the stage measure for choosing a model; the
 end-to-end benchmark (benchmarks.vision_benchmark) says what a model does to the scores.
@@ -21,11 +22,11 @@ import numpy as np
 
 from vision.decode import decode_photo
 from vision.masks import colour_layers, learned_features
-from vision.pixels import MODEL_PATH, class_probabilities, load_model
+from vision.pixels import class_probabilities, load_model
 from vision.train_pixels import item_mask_path, training_photos, truth_labels
 
 
-def confusion(photo: Path, model_path: Path) -> dict:
+def confusion(photo: Path, model_paths: tuple[Path, ...] | None) -> dict:
     """Pixel counts of true/predicted grey and keep on one photo (needs its PHOTO_mask.png)."""
     truth = json.loads(photo.with_suffix(".json").read_text())
     mask_path = item_mask_path(photo)
@@ -34,7 +35,7 @@ def confusion(photo: Path, model_path: Path) -> dict:
     item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED)
     decoded = decode_photo(photo.read_bytes(), max_side=1280)
     feats, s = learned_features(colour_layers(decoded.bgr))
-    probs = class_probabilities(feats, load_model(model_path))
+    probs = class_probabilities(feats, [load_model(p) for p in model_paths] if model_paths else None)
     labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)
     known = labels >= 0
     counts = {}
@@ -52,13 +53,13 @@ def precision_recall(rows: list[dict], name: str) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", metavar="DIR[:FIRST:COUNT]")
-    ap.add_argument("--model", type=Path, default=MODEL_PATH)
+    ap.add_argument("--model", type=Path, nargs="+", help="model files to average (default: as the reader does)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     photos = [p for spec in args.folders for p in training_photos(spec)]
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(confusion, photos, [args.model] * len(photos)))
+        rows = list(pool.map(confusion, photos, [tuple(args.model) if args.model else None] * len(photos)))
     for r in rows:
         if "skipped" in r:
             print(f"skipped {r['photo']}: {r['skipped']}")
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         summary[table] = {"photos": len(group), "grey_precision": gp, "grey_recall": gr, "keep_precision": kp, "keep_recall": kr}
         print(f"{table:<12}{len(group):>7}{gp:>8.3f}{gr:>8.3f}{kp:>8.3f}{kr:>8.3f}")
     if args.json:
-        args.json.write_text(json.dumps({"model": str(args.model), "photos": args.folders, "summary": summary, "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"model": [str(m) for m in args.model] if args.model else "as the reader uses them", "photos": args.folders, "summary": summary, "rows": rows}, indent=1))
     return 0
 
 

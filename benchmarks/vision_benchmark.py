@@ -194,9 +194,12 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
 def _model_name() -> str:
     import hashlib
 
-    from vision.pixels import MODEL_PATH
+    from vision.pixels import KEEP_MODEL_PATHS, MODEL_PATHS
 
-    return f"{MODEL_PATH} (sha256 {hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()[:12]})"
+    def named(paths) -> str:
+        return " + ".join(f"{p} (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:12]})" for p in paths)
+
+    return f"grey: {named(MODEL_PATHS)}; keeps: {named(KEEP_MODEL_PATHS)}"
 
 
 def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1, truth_masks: bool = False) -> dict[str, Any]:

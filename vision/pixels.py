@@ -13,6 +13,7 @@ with numpy; scikit-learn is needed only to train it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,9 +22,20 @@ import cv2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-# CASTELLAN_PIXEL_MODEL names another model file, so a candidate can be benchmarked end to end
-# (CASTELLAN_PIXEL_MODEL=PATH python -m benchmarks.vision_benchmark DIR) without replacing the shipped one.
-MODEL_PATH = Path(os.environ.get("CASTELLAN_PIXEL_MODEL") or Path(__file__).with_name("pixel_model.npz"))
+SHIPPED_MODEL = Path(__file__).with_name("pixel_model.npz")
+# CASTELLAN_PIXEL_MODEL names other model files (.npz perceptrons, .onnx networks; several separated
+# by the system's path separator, ":" on Linux, are averaged), so a candidate can be benchmarked end
+# to end (CASTELLAN_PIXEL_MODEL=PATH python -m benchmarks.vision_benchmark DIR) without replacing the
+# shipped one. CASTELLAN_KEEP_PIXEL_MODEL, when set, names the files for the keep class alone: the keep
+# reading (colour, a Double Keep told by its blob's size) was tuned on the perceptron's keep outlines.
+
+
+def _paths(variable: str) -> tuple[Path, ...]:
+    return tuple(Path(p) for p in os.environ.get(variable, "").split(os.pathsep) if p)
+
+
+MODEL_PATHS = _paths("CASTELLAN_PIXEL_MODEL") or (SHIPPED_MODEL,)
+KEEP_MODEL_PATHS = _paths("CASTELLAN_KEEP_PIXEL_MODEL") or MODEL_PATHS
 CLASSES = ("other", "grey", "keep")
 # Features are computed on a photo downscaled to this long side: the classes need no finer detail,
 # and a quarter of the pixels costs a quarter of the time.
@@ -73,8 +85,24 @@ class PixelModel:
         np.savez_compressed(path, **arrays)
 
 
-@lru_cache(maxsize=1)
-def load_model(path: Path = MODEL_PATH) -> PixelModel:
+class PixelNet:
+    """The convolutional pixel model (vision.train_pixel_net), an ONNX file run by OpenCV's dnn module:
+    it sees some 40 pixels around each pixel, where the perceptron sees a few."""
+
+    def __init__(self, path: Path) -> None:
+        self.net = cv2.dnn.readNetFromONNX(str(path))
+
+    def image_probabilities(self, features: np.ndarray) -> np.ndarray:
+        """(H, W, F) features -> (H, W, len(CLASSES)) probabilities."""
+        self.net.setInput(np.ascontiguousarray(features.transpose(2, 0, 1)[None], dtype=np.float32))
+        return self.net.forward()[0].transpose(1, 2, 0)
+
+
+@lru_cache(maxsize=4)
+def load_model(path: Path) -> PixelModel | PixelNet:
+    """The pixel model in `path`: a perceptron's arrays (.npz) or a convolutional network (.onnx)."""
+    if Path(path).suffix == ".onnx":
+        return PixelNet(Path(path))
     with np.load(path) as z:
         n = sum(1 for k in z.files if k.startswith("w"))
         return PixelModel(z["mean"].astype(np.float32), z["scale"].astype(np.float32),
@@ -116,8 +144,21 @@ def pixel_features(lab: np.ndarray, hsv: np.ndarray, table_like: np.ndarray, tab
     return np.stack(feats, axis=2).astype(np.float32)
 
 
-def class_probabilities(features: np.ndarray, model: PixelModel | None = None) -> np.ndarray:
-    """(H, W, F) features -> (H, W, len(CLASSES)) probabilities."""
-    model = model or load_model()
+def class_probabilities(features: np.ndarray, models: Sequence[PixelModel | PixelNet] | None = None) -> np.ndarray:
+    """(H, W, F) features -> (H, W, len(CLASSES)) probabilities: the mean of the models' (by default
+    grey from those MODEL_PATHS names, keeps from those KEEP_MODEL_PATHS names)."""
+    if models is not None:
+        return sum(_probabilities(features, m) for m in models) / len(models)
+    each = {p: _probabilities(features, load_model(p)) for p in dict.fromkeys(MODEL_PATHS + KEEP_MODEL_PATHS)}
+    probs = sum(each[p] for p in MODEL_PATHS) / len(MODEL_PATHS)
+    if KEEP_MODEL_PATHS != MODEL_PATHS:
+        probs[:, :, 2] = sum(each[p][:, :, 2] for p in KEEP_MODEL_PATHS) / len(KEEP_MODEL_PATHS)
+        probs[:, :, 0] = np.clip(1.0 - probs[:, :, 1] - probs[:, :, 2], 0.0, 1.0)
+    return probs
+
+
+def _probabilities(features: np.ndarray, model: PixelModel | PixelNet) -> np.ndarray:
+    if isinstance(model, PixelNet):
+        return model.image_probabilities(features)
     h, w, f = features.shape
     return model.probabilities(features.reshape(-1, f)).reshape(h, w, -1)

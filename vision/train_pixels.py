@@ -23,7 +23,7 @@ import numpy as np
 
 from vision.decode import decode_photo
 from vision.masks import colour_layers, learned_features
-from vision.pixels import CLASSES, MODEL_PATH, PixelModel
+from vision.pixels import CLASSES, SHIPPED_MODEL, PixelModel
 
 GREY_KINDS = ("tower", "short_wall", "long_wall")
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folders", nargs="+", metavar="DIR[:FIRST:COUNT]")
     ap.add_argument("--per-class", type=int, nargs=3, default=(1500, 1000, 400))
     ap.add_argument("--hidden", type=int, nargs="+", default=(32, 32))
-    ap.add_argument("--out", type=Path, default=MODEL_PATH)
+    ap.add_argument("--out", type=Path, default=SHIPPED_MODEL)
     args = ap.parse_args(argv)
     from sklearn.neural_network import MLPClassifier
 

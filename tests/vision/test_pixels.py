@@ -1,9 +1,11 @@
 """The learned pixel classes: the model's arithmetic, its file, and the training labels."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from vision.pixels import CLASSES, PixelModel, load_model
+from vision.pixels import CLASSES, PixelModel, PixelNet, load_model
 from vision.train_pixels import truth_labels
 
 
@@ -33,6 +35,17 @@ def test_the_fast_evaluation_is_the_network_it_stores():
     assert np.allclose(fast.sum(axis=1), 1.0, atol=1e-5)
 
 
+def test_the_reader_takes_the_mean_of_its_models():
+    from vision.pixels import class_probabilities
+
+    rng = np.random.default_rng(4)
+    a, b = _random_model(rng), _random_model(rng)
+    feats = rng.normal(size=(6, 7, 5)).astype(np.float32)
+    each = [m.probabilities(feats.reshape(-1, 5)).reshape(6, 7, -1) for m in (a, b)]
+    assert np.allclose(class_probabilities(feats, [a, b]), (each[0] + each[1]) / 2, atol=1e-6)
+    assert not np.allclose(each[0], each[1], atol=0.05)  # the two models do differ
+
+
 def test_a_saved_model_loads_unchanged(tmp_path):
     model = _random_model(np.random.default_rng(1))
     model.save(tmp_path / "m.npz")
@@ -41,13 +54,28 @@ def test_a_saved_model_loads_unchanged(tmp_path):
     assert np.allclose(loaded.probabilities(x), model.probabilities(x))
 
 
-def test_the_shipped_model_matches_the_features():
-    from vision.masks import colour_layers, learned_features
+# A convolutional candidate (vision.train_pixel_net) kept for benchmarking: docs/vision-failure-analysis.md.
+CANDIDATE_NET = Path(__file__).parents[2] / "benchmarks" / "candidates" / "pixel_net_session9.onnx"
 
-    img = np.full((60, 80, 3), 120, np.uint8)
+
+def test_the_models_read_the_features_of_any_photo_size():
+    # Phones and uploads give every aspect ratio; odd sizes meet the network's halving and doubling.
+    from vision.masks import colour_layers, learned_features
+    from vision.pixels import SHIPPED_MODEL, class_probabilities
+
+    rng = np.random.default_rng(3)
+    img = rng.integers(60, 200, (75, 107, 3)).astype(np.uint8)
     feats, _ = learned_features(colour_layers(img))
-    model = load_model()
-    assert model.weights[0].shape[0] == feats.shape[2] and model.weights[-1].shape[1] == len(CLASSES)
+    for models in ([load_model(SHIPPED_MODEL)], [load_model(CANDIDATE_NET)], None):  # None: as the reader does
+        probs = class_probabilities(feats, models)
+        assert probs.shape == feats.shape[:2] + (len(CLASSES),), models
+        assert np.allclose(probs.sum(axis=2), 1.0, atol=1e-4) and probs.min() >= 0.0, models
+
+
+def test_a_model_file_is_read_by_its_kind():
+    from vision.pixels import SHIPPED_MODEL
+
+    assert isinstance(load_model(SHIPPED_MODEL), PixelModel) and isinstance(load_model(CANDIDATE_NET), PixelNet)
 
 
 def test_training_labels_come_from_the_truth_outlines():
@@ -90,7 +118,26 @@ def test_a_candidate_model_named_in_the_environment_is_the_one_read_with(tmp_pat
 
     candidate = tmp_path / "candidate.npz"
     _random_model(np.random.default_rng(1), n_features=3).save(candidate)
-    code = "from vision.pixels import load_model, MODEL_PATH; print(MODEL_PATH, load_model().mean.shape[0])"
+    code = "from vision.pixels import load_model, MODEL_PATHS; print(*MODEL_PATHS, load_model(MODEL_PATHS[0]).mean.shape[0])"
     env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(candidate)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
     assert out == [str(candidate), "3"]
+
+
+def test_keeps_can_be_read_by_other_models_than_the_grey_plastic(tmp_path):
+    # CASTELLAN_KEEP_PIXEL_MODEL: grey from one set of models, keeps from another (a candidate network
+    # for the plastic while the keep reading keeps the perceptron it was tuned on).
+    import os
+    import subprocess
+    import sys
+
+    for name, seed in (("grey.npz", 5), ("keep.npz", 6)):
+        _random_model(np.random.default_rng(seed), n_features=22).save(tmp_path / name)
+    code = ("import numpy as np; from vision.pixels import class_probabilities, load_model, MODEL_PATHS, KEEP_MODEL_PATHS\n"
+            "f = np.random.default_rng(7).normal(size=(9, 11, 22)).astype(np.float32)\n"
+            "p = class_probabilities(f)\n"
+            "g, k = (class_probabilities(f, [load_model(m)]) for m in (MODEL_PATHS[0], KEEP_MODEL_PATHS[0]))\n"
+            "print(np.allclose(p[..., 1], g[..., 1]), np.allclose(p[..., 2], k[..., 2]), bool(p.min() >= 0))")
+    env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(tmp_path / "grey.npz"), "CASTELLAN_KEEP_PIXEL_MODEL": str(tmp_path / "keep.npz")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert out == ["True", "True", "True"]
