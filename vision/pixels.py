@@ -8,11 +8,14 @@ balance, how table-like a pixel is in this photo, lightness against the table's)
 neighbourhood (blurred cues, edges), and learns where each cue can be trusted.
 
 The model is plain arrays (vision/pixel_model.npz: standardisation and layer weights), evaluated here
-with numpy; scikit-learn is needed only to train it.
+with numpy; scikit-learn is needed only to train it. Convolutional networks (vision.train_pixel_net,
+ONNX files run by OpenCV's dnn module) are read too, and several models can be averaged: that is how
+candidates are measured (docs/vision-failure-analysis.md, session 9).
 """
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -91,11 +94,14 @@ class PixelNet:
 
     def __init__(self, path: Path) -> None:
         self.net = cv2.dnn.readNetFromONNX(str(path))
+        self._lock = threading.Lock()  # one loaded network is shared, and a dnn.Net holds its input
 
     def image_probabilities(self, features: np.ndarray) -> np.ndarray:
         """(H, W, F) features -> (H, W, len(CLASSES)) probabilities."""
-        self.net.setInput(np.ascontiguousarray(features.transpose(2, 0, 1)[None], dtype=np.float32))
-        return self.net.forward()[0].transpose(1, 2, 0)
+        with self._lock:
+            self.net.setInput(np.ascontiguousarray(features.transpose(2, 0, 1)[None], dtype=np.float32))
+            out = self.net.forward()
+        return out[0].transpose(1, 2, 0)
 
 
 @lru_cache(maxsize=4)

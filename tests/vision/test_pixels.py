@@ -141,3 +141,23 @@ def test_keeps_can_be_read_by_other_models_than_the_grey_plastic(tmp_path):
     env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(tmp_path / "grey.npz"), "CASTELLAN_KEEP_PIXEL_MODEL": str(tmp_path / "keep.npz")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
     assert out == ["True", "True", "True"]
+
+
+def test_training_windows_keep_features_and_labels_aligned():
+    # The network learns from windows cut from a photo's features and labels: the same window of both,
+    # most of them around the pieces, the photo reflected beyond its edges with its labels unknown there.
+    from vision.train_pixel_net import crops_around_pieces
+
+    h, w = 60, 80
+    feats = np.zeros((h, w, 2), np.float32)
+    feats[:, :, 0] = np.arange(w)[None, :]
+    feats[:, :, 1] = np.arange(h)[:, None]
+    labels = np.zeros((h, w), np.int8)
+    labels[20:30, 50:60] = 1
+    x, y = crops_around_pieces(feats, labels, np.random.default_rng(0), size=16, near=5, anywhere=3)
+    assert x.shape == (8, 2, 16, 16) and y.shape == (8, 16, 16)
+    for fx, ly in zip(x, y):
+        inside = ly >= 0
+        cols, rows = fx[0].astype(int), fx[1].astype(int)
+        assert (ly[inside] == labels[rows[inside], cols[inside]]).all()
+    assert all((ly == 1).any() for ly in y[:5])  # the "near" windows show the piece
