@@ -17,23 +17,16 @@ from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import cv2
-import numpy as np
-
-from vision.decode import decode_photo
 from vision.masks import colour_layers, learned_features
 from vision.pixels import class_probabilities, load_model
-from vision.train_pixels import item_mask_path, training_photos, truth_labels
+from vision.train_pixels import item_mask_path, read_training_photo, training_photos, truth_labels
 
 
 def confusion(photo: Path, model_paths: tuple[Path, ...] | None) -> dict:
     """Pixel counts of true/predicted grey and keep on one photo (needs its PHOTO_mask.png)."""
-    truth = json.loads(photo.with_suffix(".json").read_text())
-    mask_path = item_mask_path(photo)
-    if not mask_path.exists():
-        return {"photo": photo.name, "skipped": f"no {mask_path.name} beside it (python -m synth.relabel makes it)"}
-    item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED)
-    decoded = decode_photo(photo.read_bytes(), max_side=1280)
+    truth, decoded, item_labels = read_training_photo(photo)
+    if item_labels is None:
+        return {"photo": photo.name, "skipped": f"no {item_mask_path(photo).name} beside it (python -m synth.relabel makes it)"}
     feats, s = learned_features(colour_layers(decoded.bgr))
     probs = class_probabilities(feats, [load_model(p) for p in model_paths] if model_paths else None)
     labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
-from calibration.pieces import PieceMeasureError, measure_pieces
+from calibration.pieces import WALL_MERLON, PieceMeasureError, measure_pieces, wall_merlon_starts
 from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
                                   Profile)
 from calibration.synthetic import box_corners, look_at, render_mat_view
@@ -98,13 +98,10 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     depth, tab_w = 0.12 * tower_side, 0.22 * tower_side
     a = math.radians(angle_deg)
     axis = np.array([math.cos(a), math.sin(a)])
-    foot = 0.83 * height
+    foot = (1.0 - WALL_MERLON[2]) * height
     boxes = [(box_corners(x, y, length, width, angle_deg), foot, colour, 0.0, gap_shade)]
-    merlon_w, gap = 5.5 / 9.0 * width, 3.8 / 9.0 * width
-    n = max(2, int(round((length + gap) / (merlon_w + gap))))
-    gap = (length - n * merlon_w) / (n - 1)
-    for i in range(n):
-        u = -length / 2 + i * (merlon_w + gap) + merlon_w / 2
+    merlon_w = WALL_MERLON[0] * width
+    for u in wall_merlon_starts(length, width) + merlon_w / 2:
         boxes.append((box_corners(x + u * axis[0], y + u * axis[1], merlon_w, width, angle_deg), height, colour, foot))
     for sign in (-1, 1):
         off = sign * (length + depth) / 2

@@ -387,17 +387,22 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
 CROWN = {"keep": (0.2, [(a, b, c, d) for a, b in ((-0.5, -0.2), (0.2, 0.5)) for c, d in ((-0.5, -0.2), (0.2, 0.5))])}
 
 
+def wall_merlon_starts(length: float, width: float) -> np.ndarray:
+    """Where each merlon of a wall `length` long and `width` thick begins, in mm along it from its
+    centre: spaced as moulded (WALL_MERLON), one flush with each end, the rest evenly between."""
+    merlon_w, gap = WALL_MERLON[0] * width, WALL_MERLON[1] * width
+    n = max(2, int(round((length + gap) / (merlon_w + gap))))
+    gap = (length - n * merlon_w) / (n - 1)
+    return -length / 2 + np.arange(n) * (merlon_w + gap)
+
+
 def _crown(kind: str | None, params: np.ndarray):
     """A piece's merlons as (share of its height where they start, boxes (u0, u1, v0, v1) in mm along
     and across it from its centre), or None for a piece fitted as a plain box."""
     length, width = params[3], params[4]
     if kind in ("short_wall", "long_wall") and len(params) == 9:
-        merlon_w, gap = WALL_MERLON[0] * width, WALL_MERLON[1] * width
-        # Merlons spaced along the wall as moulded: one flush with each end, the rest evenly between.
-        n = max(2, int(round((length + gap) / (merlon_w + gap))))
-        gap = (length - n * merlon_w) / (n - 1)
-        u0 = -length / 2 + np.arange(n) * (merlon_w + gap)
-        return WALL_MERLON[2], [(a, a + merlon_w, -width / 2, width / 2) for a in u0]
+        merlon_w = WALL_MERLON[0] * width
+        return WALL_MERLON[2], [(a, a + merlon_w, -width / 2, width / 2) for a in wall_merlon_starts(length, width)]
     if kind in CROWN:
         share, boxes = CROWN[kind]
         return share, [(a * length, b * length, c * width, d * width) for a, b, c, d in boxes]

@@ -17,19 +17,14 @@ module. PyTorch is needed only here (`pip install -e ".[train]"` and `pip instal
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-import cv2
 import numpy as np
 
-from vision.decode import decode_photo
 from vision.masks import colour_layers, learned_features
-from vision.train_pixels import augmented, item_mask_path, training_photos, truth_labels
-
-N_FEATURES = 22
+from vision.train_pixels import augmented, read_training_photo, training_photos, truth_labels
 
 
 # The flat scenes' labels are already classes; as "items" 1 and 2 they pass through truth_labels, which
@@ -41,15 +36,12 @@ def photo_crops(photo: Path, rng: np.random.Generator, size: int, near: int, any
                 augment: bool, exposure: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(n, F, size, size) float16 features and (n, size, size) int8 labels (-1 unknown) of one photo;
     `exposure` (low, high) scales its light by a factor drawn between them (a dim room) before noise."""
-    truth = json.loads(photo.with_suffix(".json").read_text())
-    decoded = decode_photo(photo.read_bytes(), max_side=1280)
+    truth, decoded, item_labels = read_training_photo(photo)
     bgr = decoded.bgr
     if exposure:
         bgr = np.clip(bgr.astype(np.float32) * rng.uniform(*exposure), 0, 255).astype(np.uint8)
     bgr = augmented(bgr, rng) if augment or exposure else bgr
     feats, s = learned_features(colour_layers(bgr))
-    mask_path = item_mask_path(photo)
-    item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED) if mask_path.exists() else None
     labels = truth_labels(truth, feats.shape[:2], decoded.scale * s, item_labels)
     return crops_around_pieces(feats, labels, rng, size, near, anywhere)
 
@@ -112,17 +104,18 @@ def make_crops(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_net(width: int = 24):
-    """Full resolution for the outline, a half-resolution branch with dilated convolutions for context."""
+def build_net(n_features: int, width: int = 24):
+    """Full resolution for the outline, a half-resolution branch with dilated convolutions for context;
+    `n_features` input channels (vision.pixels.pixel_features')."""
     import torch
     from torch import nn
 
     class PixelNet(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.mean = nn.Parameter(torch.zeros(1, N_FEATURES, 1, 1), requires_grad=False)
-            self.scale = nn.Parameter(torch.ones(1, N_FEATURES, 1, 1), requires_grad=False)
-            self.full = nn.Sequential(nn.Conv2d(N_FEATURES, width, 3, padding=1), nn.ReLU())
+            self.mean = nn.Parameter(torch.zeros(1, n_features, 1, 1), requires_grad=False)
+            self.scale = nn.Parameter(torch.ones(1, n_features, 1, 1), requires_grad=False)
+            self.full = nn.Sequential(nn.Conv2d(n_features, width, 3, padding=1), nn.ReLU())
             self.context = nn.Sequential(
                 nn.Conv2d(width, width, 3, stride=2, padding=1), nn.ReLU(),
                 nn.Conv2d(width, width, 3, padding=2, dilation=2), nn.ReLU(),
@@ -148,7 +141,7 @@ def train(args: argparse.Namespace) -> int:
     n = len(X)
     order = np.random.default_rng(args.seed).permutation(n)
     val, tr = order[: n // 20], order[n // 20:]
-    net = build_net(args.width)
+    net = build_net(X.shape[1], args.width)
     sample = X[tr[:2000]].astype(np.float32)
     net.mean.data = torch.from_numpy(sample.mean(axis=(0, 2, 3))[None, :, None, None])
     net.scale.data = torch.from_numpy(sample.std(axis=(0, 2, 3))[None, :, None, None] + 1e-3)
@@ -191,7 +184,7 @@ def train(args: argparse.Namespace) -> int:
     # as evidence, not only their argmax).
     with torch.no_grad():
         net.head[-1].bias -= torch.log(weight)
-    dummy = torch.zeros(1, N_FEATURES, 96, 128)
+    dummy = torch.zeros(1, X.shape[1], 96, 128)
     torch.onnx.export(net, dummy, str(args.out), input_names=["features"], output_names=["probabilities"],
                       dynamic_axes={"features": {2: "h", 3: "w"}, "probabilities": {2: "h", 3: "w"}},
                       opset_version=13, dynamo=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from vision.decode import decode_photo
+from vision.decode import DecodedPhoto, decode_photo
 from vision.masks import colour_layers, learned_features
 from vision.pixels import CLASSES, SHIPPED_MODEL, PixelModel
 
@@ -82,12 +82,19 @@ def augmented(bgr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Labelled feature vectors of one photo and of an augmented copy of it (`per_class` each)."""
+def read_training_photo(photo: Path) -> tuple[dict, DecodedPhoto, np.ndarray | None]:
+    """A rendered photo's truth, the photo decoded at the reader's working size, and its per-pixel item
+    labels (None when there is no PHOTO_mask.png beside it)."""
     truth = json.loads(photo.with_suffix(".json").read_text())
     decoded = decode_photo(photo.read_bytes(), max_side=1280)
     mask_path = item_mask_path(photo)
     item_labels = cv2.imread(str(mask_path), cv2.IMREAD_UNCHANGED) if mask_path.exists() else None
+    return truth, decoded, item_labels
+
+
+def samples(photo: Path, rng: np.random.Generator, per_class: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Labelled feature vectors of one photo and of an augmented copy of it (`per_class` each)."""
+    truth, decoded, item_labels = read_training_photo(photo)
     labels = near = None
     xs, ys = [], []
     for augment in (False, True):

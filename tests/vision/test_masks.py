@@ -70,16 +70,9 @@ def test_pieces_standing_on_the_calibration_mat_are_not_cut_out_with_it():
     assert pose is not None and pose.mat_paper == "a4"
     mat, unsure = printed_mat(cv2.cvtColor(photo, cv2.COLOR_BGR2LAB)[:, :, 0], pose.mat_paper, pose.mat_to_image)
 
-    pieces = np.zeros(photo.shape[:2], np.uint8)
-    rvec, _ = cv2.Rodrigues(R)
-    for corners, height, _ in boxes:
-        pts = np.vstack([np.c_[corners, np.zeros(4)], np.c_[corners, -np.full(4, height)]])
-        px, _ = cv2.projectPoints(pts, rvec, t, K, None)
-        cv2.fillConvexPoly(pieces, cv2.convexHull(px.reshape(-1, 2).astype(np.float32)).astype(np.int32), 1)
-    pieces = cv2.erode(pieces, np.ones((5, 5), np.uint8)).astype(bool)  # their outlines may blur into the mat
-    sheet = np.zeros(photo.shape[:2], np.uint8)
-    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
-    bare = cv2.erode(sheet, np.ones((9, 9), np.uint8)).astype(bool) & ~cv2.dilate(pieces.astype(np.uint8), np.ones((41, 41), np.uint8)).astype(bool)
+    pieces = np.any([_box_pixels(c, height, K, R, t, photo.shape[:2]) for c, height, _ in boxes], axis=0)
+    sheet = _sheet(pose, photo.shape[:2])
+    bare = cv2.erode(sheet.astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool) & ~cv2.dilate(pieces.astype(np.uint8), np.ones((41, 41), np.uint8)).astype(bool)
     cut = mat & ~unsure
     assert np.mean(cut[pieces]) < 0.1  # the pieces stay in the piece masks (where they cover the print's edges, unsure)
     assert np.mean(unsure[pieces]) < 0.6
@@ -101,25 +94,36 @@ def test_a_piece_on_the_mat_is_kept_only_when_it_joins_the_castle_beyond_the_she
     wall, tower = (box_corners(0, 150, 86, 9, 0), 30, (140, 140, 145)), (box_corners(140, 230, 22, 22, 0), 42, (140, 140, 145))
     photo = render_mat_view(K, R, t, (960, 720), boxes=[wall, tower])
     pose = pose_from_mat(photo, None)
-    rvec, _ = cv2.Rodrigues(R)
-
-    def drawn(corners, height):
-        out = np.zeros(photo.shape[:2], np.uint8)
-        pts = np.vstack([np.c_[corners, np.zeros(4)], np.c_[corners, -np.full(4, height)]])
-        px, _ = cv2.projectPoints(pts, rvec, t, K, None)
-        cv2.fillConvexPoly(out, cv2.convexHull(px.reshape(-1, 2).astype(np.float32)).astype(np.int32), 1)
-        return cv2.erode(out, np.ones((5, 5), np.uint8)).astype(bool)
-
-    sheet = np.zeros(photo.shape[:2], np.uint8)
-    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
-    wall_px, tower_px = drawn(wall[0], wall[1]), drawn(tower[0], tower[1])
+    sheet = _sheet(pose, photo.shape[:2])
+    wall_px, tower_px = (_box_pixels(c, height, K, R, t, photo.shape[:2]) for c, height, _ in (wall, tower))
     # The pixel model's view: the pieces, and the sheet's white too (it is neutral and unlike the table).
     grey = wall_px | tower_px | (cv2.cvtColor(photo, cv2.COLOR_BGR2GRAY) > 200)
     shape = photo.shape[:2]
     masks = Masks(photo, np.ones(3, np.float32), grey.copy(), np.zeros(shape, bool), np.zeros(shape, np.uint8),
                   np.zeros(shape, np.float32), grey.astype(np.float32), 255.0, 1.0)
     _mask_out_mat(masks, pose)
-    wall_on_sheet = wall_px & sheet.astype(bool)
+    wall_on_sheet = wall_px & sheet
     assert wall_on_sheet.sum() > 100 and np.mean(masks.grey[wall_on_sheet]) > 0.6
     assert np.mean(masks.grey[tower_px]) < 0.05
-    assert np.mean(masks.grey[sheet.astype(bool) & ~wall_px & ~tower_px]) < 0.02
+    assert np.mean(masks.grey[sheet & ~wall_px & ~tower_px]) < 0.02
+
+
+def _box_pixels(corners, height, K, R, t, shape) -> np.ndarray:
+    """Where a box standing on the mat shows in the photo, less a rim its blurred outline may share with
+    the mat."""
+    import cv2
+
+    out = np.zeros(shape, np.uint8)
+    pts = np.vstack([np.c_[corners, np.zeros(4)], np.c_[corners, -np.full(4, height)]])
+    px, _ = cv2.projectPoints(pts, cv2.Rodrigues(R)[0], t, K, None)
+    cv2.fillConvexPoly(out, cv2.convexHull(px.reshape(-1, 2).astype(np.float32)).astype(np.int32), 1)
+    return cv2.erode(out, np.ones((5, 5), np.uint8)).astype(bool)
+
+
+def _sheet(pose, shape) -> np.ndarray:
+    """The mat's paper in the photo, as its detected pose places it."""
+    import cv2
+
+    out = np.zeros(shape, np.uint8)
+    cv2.fillConvexPoly(out, np.round(pose.mat_corners).astype(np.int32), 1)
+    return out.astype(bool)
