@@ -121,6 +121,7 @@ def use_truth_masks(p: Path, truth_json: dict) -> None:
     import numpy as np
 
     import vision.masks
+    import vision.pipeline
     from vision.train_pixels import item_classes, item_mask_path
 
     item_labels = cv2.imread(str(item_mask_path(p)), cv2.IMREAD_UNCHANGED)
@@ -128,12 +129,13 @@ def use_truth_masks(p: Path, truth_json: dict) -> None:
         raise SystemExit(f"{p}: --truth-masks needs the render's {item_mask_path(p).name} beside it")
     classes = item_classes(truth_json, item_labels)
 
-    def truth_probabilities(layers) -> np.ndarray:
+    def truth_probabilities(layers, pixels=None) -> np.ndarray:
         h, w = layers.lab.shape[:2]
         at_size = cv2.resize(classes, (w, h), interpolation=cv2.INTER_NEAREST)
         return np.eye(3, dtype=np.float32)[at_size]
 
     vision.masks.learned_probabilities = truth_probabilities
+    vision.pipeline.PIXEL_READINGS = vision.pipeline.PIXEL_READINGS[:1]  # every reading would read the same truth
 
 
 def with_truth_masks(photos: list[Path], log=print) -> list[Path]:
@@ -194,12 +196,12 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
 def _model_name() -> str:
     import hashlib
 
-    from vision.pixels import KEEP_MODEL_PATHS, MODEL_PATHS
+    from vision.pipeline import PIXEL_READINGS
 
     def named(paths) -> str:
         return " + ".join(f"{p} (sha256 {hashlib.sha256(p.read_bytes()).hexdigest()[:12]})" for p in paths)
 
-    return f"grey: {named(MODEL_PATHS)}; keeps: {named(KEEP_MODEL_PATHS)}"
+    return "; then ".join(f"grey: {named(r.grey)}, keeps: {named(r.keep)}" for r in PIXEL_READINGS)
 
 
 def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1, truth_masks: bool = False) -> dict[str, Any]:

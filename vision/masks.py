@@ -12,13 +12,14 @@ balance, so a warm lamp does not turn yellow into red.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping, Sequence
 
 import cv2
 import numpy as np
 from skimage import color
 
-from vision.pixels import FEATURE_SIDE, class_probabilities, pixel_features
+from vision.pixels import FEATURE_SIDE, PixelModels, class_probabilities, pixel_features
 
 KEEP_COLOURS = ("red", "yellow", "green", "blue")
 # Hue centres on OpenCV's 0..180 scale, after white balance: typical keeps, used without a colour profile.
@@ -152,6 +153,11 @@ class ColourLayers:
     table_like: np.ndarray  # 0..1: how common the pixel's Lab is on the table
     table_like_colour: np.ndarray  # 0..1: how common its chromaticity is on the table
 
+    @cached_property
+    def features(self) -> np.ndarray:
+        """The pixel models' features (learned_features), computed once however many models read them."""
+        return learned_features(self)[0]
+
 
 def colour_layers(bgr: np.ndarray, *, chroma_grey: float = 16.0, table_thr: float = 0.08) -> ColourLayers:
     """Sample the table on the photo's border, white-balance on the grey plastic, and say per pixel
@@ -185,10 +191,10 @@ def learned_features(layers: ColourLayers) -> tuple[np.ndarray, float]:
                           small(layers.table_like_colour.astype(np.float32)), border), s
 
 
-def learned_probabilities(layers: ColourLayers) -> np.ndarray:
-    """(H, W, 3) probabilities of other / grey / keep at the photo's working size."""
-    feats, _ = learned_features(layers)
-    probs = class_probabilities(feats)
+def learned_probabilities(layers: ColourLayers, pixels: PixelModels | None = None) -> np.ndarray:
+    """(H, W, 3) probabilities of other / grey / keep at the photo's working size, by the `pixels`
+    models (vision.pixels.READINGS[0] by default)."""
+    probs = class_probabilities(layers.features, pixels)
     h, w = layers.lab.shape[:2]
     return cv2.resize(probs, (w, h), interpolation=cv2.INTER_LINEAR)
 
@@ -243,19 +249,23 @@ def printed_mat(lightness: np.ndarray, paper: str, mat_to_image: np.ndarray, *, 
 
 def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: float = 22.0, table_thr: float = 0.08,
                   hue_centres: Mapping[str, float] = HUE_CENTRES,
-                  keep_lab: Mapping[str, Sequence[float]] | None = None, learned: bool = True) -> Masks:
+                  keep_lab: Mapping[str, Sequence[float]] | None = None, learned: bool = True,
+                  pixels: PixelModels | None = None, layers: ColourLayers | None = None) -> Masks:
     """The masks of one photo.
 
     `hue_centres` (OpenCV hue 0..180 after white balance, one per KEEP_COLOURS name) label keep pixels
     by the nearest centre. `keep_lab` are keep colours as photographed under this light (CIELAB, from
     a colour profile): each named colour's centre becomes its hue after this photo's white balance,
     so a calibration photo and this one need not share the camera's white balance. With `learned` the
-    grey and keep pixels are the pixel model's (vision.pixels), otherwise the colour rules'.
+    grey and keep pixels are the pixel models' (`pixels`, by default vision.pixels.READINGS[0]),
+    otherwise the colour rules'. `layers`, when given, are this photo's colour_layers with the same
+    `chroma_grey` and `table_thr` (so that several readings of one photo compute them once).
     """
     missing = [c for c in KEEP_COLOURS if c not in hue_centres]
     if missing:
         raise ValueError(f"hue_centres has no hue for {', '.join(missing)} (needs one per keep colour: {', '.join(KEEP_COLOURS)})")
-    layers = colour_layers(bgr, chroma_grey=chroma_grey, table_thr=table_thr)
+    if layers is None:
+        layers = colour_layers(bgr, chroma_grey=chroma_grey, table_thr=table_thr)
     border, gains, bal, lab, hsv = layers.border, layers.gains, layers.balanced, layers.lab, layers.hsv
     t_like_bal, t_like_colour = layers.table_like, layers.table_like_colour
     centres = dict(hue_centres)
@@ -269,7 +279,7 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     neutral = chroma < chroma_grey * np.clip(L / 120.0, 0.5, 1.0)
     hue = hsv[:, :, 0].astype(np.float32)
     if learned:
-        probs = learned_probabilities(layers)
+        probs = learned_probabilities(layers, pixels)
         grey = probs[:, :, 1] > 0.5
         keep = probs[:, :, 2] > 0.5
     else:

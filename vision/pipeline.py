@@ -23,8 +23,9 @@ from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import FoundKeep, Occluders, find_keeps
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
-from vision.masks import Masks, compute_masks, printed_mat
+from vision.masks import ColourLayers, Masks, colour_layers, compute_masks, printed_mat
 from vision.overlay import OWNER_BGR, draw_overlay
+from vision.pixels import READINGS, PixelModels
 from vision.plane import TablePose, line_segments, pose_from_castle, pose_from_mat
 from vision.profile import ReadingSettings, settings_from_profile
 from vision.reconstruct import TOWER_H, TOWER_HALF, Dims, Fit, box_pixels, element_boxes, fit_castle
@@ -39,6 +40,7 @@ CONFIDENCE_THRESHOLD = 0.75
 MIN_ELEVATION_DEG = 25.0
 IN_SPEC_ELEVATION_DEG = 35.0
 WORKING_SIDE = 1280
+PIXEL_READINGS = READINGS  # the pixel models read with, in turn (a benchmark may narrow them)
 
 PITCH_MM_RANGE = (54.0 * 0.75, 54.0 * 1.25)
 NO_CASTLE = "no castle found in the photo: photograph the castle from above so that it fills most of the picture"
@@ -815,9 +817,11 @@ def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[in
     return out
 
 
-def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None, verdict: Assessment) -> dict[str, Any]:
+def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None, verdict: Assessment,
+                   pixels: PixelModels | None) -> dict[str, Any]:
     """What was measured about the table plane, camera and pieces, for the JSON result."""
-    rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size)}
+    rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size),
+                            "pixels_read_by": pixels.describe() if pixels is not None else "colour rules"}
     if pose is not None:
         rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
                      "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
@@ -872,27 +876,50 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
-    reading = _read_decoded(photo, settings, timer, learned=True, debug_dir=debug_dir)
-    if reading.refusal == NO_CASTLE:
-        # The pixel model learned plastic from rendered pieces with their moulded texture; plastic
-        # that shows none (blown highlights, a very smooth set) it can miss altogether. Then the
-        # colour rules (neutral and unlike the table) get their say.
-        reading = _read_decoded(photo, settings, timer, learned=False, debug_dir=debug_dir)
-    return reading
-
-
-def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer, *, learned: bool,
-                  debug_dir: str | None) -> PhotoReading:
-    """Every stage after decoding, with the grey and keep pixels found by the pixel model or by the
-    colour rules (`learned`)."""
     with timer.stage("masks"):
-        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=learned)
+        layers = colour_layers(photo.bgr)  # shared by every reading below
+    # Each set of pixel models in turn (vision.pixels.READINGS) until a reading is answered: they fail
+    # on different photos, and each reading's confidence is judged on its own, so a second look costs
+    # time only where the first was refused. Of refusals, the most confident one's advice is given.
+    best: PhotoReading | None = None
+    saw_no_castle = False
+    for n, pixels in enumerate(PIXEL_READINGS):
+        reading = _read_decoded(photo, layers, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
+        if reading.refusal is None:
+            return reading
+        saw_no_castle |= reading.refusal == NO_CASTLE
+        if best is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
+            best = reading
+    if saw_no_castle:
+        # The pixel models learned plastic from rendered pieces with their moulded texture; plastic
+        # that shows none (blown highlights, a very smooth set) they can miss altogether. Then the
+        # colour rules (neutral and unlike the table) get their say.
+        reading = _read_decoded(photo, layers, settings, timer, pixels=None,
+                                debug_dir=_attempt_dir(debug_dir, len(PIXEL_READINGS)))
+        if reading.refusal is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
+            best = reading
+    return best
+
+
+def _attempt_dir(debug_dir: str | None, attempt: int) -> str | None:
+    """The first reading's intermediate images go to `debug_dir`, a later reading's to a folder inside it."""
+    if debug_dir is None or attempt == 0:
+        return debug_dir
+    return os.path.join(debug_dir, f"reading_{attempt + 1}")
+
+
+def _read_decoded(photo: DecodedPhoto, layers: ColourLayers, settings: ReadingSettings, timer: _Timer, *,
+                  pixels: PixelModels | None, debug_dir: str | None) -> PhotoReading:
+    """Every stage after decoding, with the grey and keep pixels found by the `pixels` models or, when
+    None, by the colour rules."""
+    with timer.stage("masks"):
+        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=pixels is not None, pixels=pixels, layers=layers)
         region = castle_region(masks.grey)
     for name, img in (("01_balanced", masks.balanced), ("02_grey_mask", masks.grey),
                       ("03_keep_mask", masks.keep), ("04_castle_region", region)):
         _debug_write(debug_dir, f"{name}.png", img)
 
-    pose = fit = weight = None
+    pose = fit = None
     if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
             pose = table_pose(photo, masks.grey & region)
@@ -937,7 +964,7 @@ def _read_decoded(photo: DecodedPhoto, settings: ReadingSettings, timer: _Timer,
         timings=timer.timings,
         findings=verdict.findings,
         score=None if refused else score,
-        rectification=_rectification(photo, pose, fit, verdict),
+        rectification=_rectification(photo, pose, fit, verdict, pixels),
         tentative_castle=castle if refused else None,
         piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
     )

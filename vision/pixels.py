@@ -25,20 +25,48 @@ import cv2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-SHIPPED_MODEL = Path(__file__).with_name("pixel_model.npz")
-# CASTELLAN_PIXEL_MODEL names other model files (.npz perceptrons, .onnx networks; several separated
-# by the system's path separator, ":" on Linux, are averaged), so a candidate can be benchmarked end
-# to end (CASTELLAN_PIXEL_MODEL=PATH python -m benchmarks.vision_benchmark DIR) without replacing the
-# shipped one. CASTELLAN_KEEP_PIXEL_MODEL, when set, names the files for the keep class alone: the keep
-# reading (colour, a Double Keep told by its blob's size) was tuned on the perceptron's keep outlines.
+SHIPPED_MODEL = Path(__file__).with_name("pixel_model.npz")  # the perceptron
+SHIPPED_NET = Path(__file__).with_name("pixel_net.onnx")  # the convolutional network (vision.train_pixel_net)
+
+
+@dataclass(frozen=True)
+class PixelModels:
+    """Which model files read a photo's pixels: the grey plastic is the mean of the `grey` models'
+    probabilities, the keeps the mean of the `keep` models'."""
+
+    grey: tuple[Path, ...]
+    keep: tuple[Path, ...]
+
+    def describe(self) -> str:
+        named = lambda paths: " + ".join(p.stem for p in paths)  # noqa: E731
+        return f"grey: {named(self.grey)}; keeps: {named(self.keep)}"
+
+
+# The photo is read with each of these in turn until one reading is answered (vision.pipeline.read_photo).
+# First the mean of perceptron and network for the grey plastic, the perceptron for keeps (the keep
+# reading, a Double Keep told by its blob's size, was tuned on the perceptron's keep outlines): on new
+# renders it reads more pieces right. Then the perceptron alone, which reads untextured plastic the
+# network sees only in part (docs/vision-failure-analysis.md, sessions 9 and 10).
+SHIPPED_READINGS = (PixelModels((SHIPPED_MODEL, SHIPPED_NET), (SHIPPED_MODEL,)),
+                    PixelModels((SHIPPED_MODEL,), (SHIPPED_MODEL,)))
 
 
 def _paths(variable: str) -> tuple[Path, ...]:
     return tuple(Path(p) for p in os.environ.get(variable, "").split(os.pathsep) if p)
 
 
-MODEL_PATHS = _paths("CASTELLAN_PIXEL_MODEL") or (SHIPPED_MODEL,)
-KEEP_MODEL_PATHS = _paths("CASTELLAN_KEEP_PIXEL_MODEL") or MODEL_PATHS
+def readings_from_environment() -> tuple[PixelModels, ...]:
+    """CASTELLAN_PIXEL_MODEL names other model files (.npz perceptrons, .onnx networks; several separated
+    by the system's path separator, ":" on Linux, are averaged) to read with instead, alone, so a
+    candidate can be benchmarked end to end without replacing the shipped ones; CASTELLAN_KEEP_PIXEL_MODEL,
+    when set, names the files for the keep class alone."""
+    grey = _paths("CASTELLAN_PIXEL_MODEL")
+    if not grey:
+        return SHIPPED_READINGS
+    return (PixelModels(grey, _paths("CASTELLAN_KEEP_PIXEL_MODEL") or grey),)
+
+
+READINGS = readings_from_environment()
 CLASSES = ("other", "grey", "keep")
 # Features are computed on a photo downscaled to this long side: the classes need no finer detail,
 # and a quarter of the pixels costs a quarter of the time.
@@ -150,15 +178,17 @@ def pixel_features(lab: np.ndarray, hsv: np.ndarray, table_like: np.ndarray, tab
     return np.stack(feats, axis=2).astype(np.float32)
 
 
-def class_probabilities(features: np.ndarray, models: Sequence[PixelModel | PixelNet] | None = None) -> np.ndarray:
-    """(H, W, F) features -> (H, W, len(CLASSES)) probabilities: the mean of the models' (by default
-    grey from those MODEL_PATHS names, keeps from those KEEP_MODEL_PATHS names)."""
-    if models is not None:
+def class_probabilities(features: np.ndarray, models: Sequence[PixelModel | PixelNet] | PixelModels | None = None) -> np.ndarray:
+    """(H, W, F) features -> (H, W, len(CLASSES)) probabilities: the mean of the given models', or, for
+    PixelModels (by default the first of READINGS), grey from its grey models and keeps from its keep models."""
+    if models is None:
+        models = READINGS[0]
+    if not isinstance(models, PixelModels):
         return sum(_probabilities(features, m) for m in models) / len(models)
-    each = {p: _probabilities(features, load_model(p)) for p in dict.fromkeys(MODEL_PATHS + KEEP_MODEL_PATHS)}
-    probs = sum(each[p] for p in MODEL_PATHS) / len(MODEL_PATHS)
-    if KEEP_MODEL_PATHS != MODEL_PATHS:
-        probs[:, :, 2] = sum(each[p][:, :, 2] for p in KEEP_MODEL_PATHS) / len(KEEP_MODEL_PATHS)
+    each = {p: _probabilities(features, load_model(p)) for p in dict.fromkeys(models.grey + models.keep)}
+    probs = sum(each[p] for p in models.grey) / len(models.grey)
+    if models.keep != models.grey:
+        probs[:, :, 2] = sum(each[p][:, :, 2] for p in models.keep) / len(models.keep)
         probs[:, :, 0] = np.clip(1.0 - probs[:, :, 1] - probs[:, :, 2], 0.0, 1.0)
     return probs
 

@@ -56,9 +56,11 @@ def test_truth_masks_answer_for_the_pixel_model_and_photos_without_them_are_left
     import numpy as np
 
     import vision.masks
+    import vision.pipeline
     from benchmarks.vision_benchmark import use_truth_masks, with_truth_masks
 
     monkeypatch.setattr(vision.masks, "learned_probabilities", vision.masks.learned_probabilities)  # restored after
+    monkeypatch.setattr(vision.pipeline, "PIXEL_READINGS", vision.pipeline.PIXEL_READINGS)
     items = np.zeros((4, 6), np.uint16)
     items[:, 2:4], items[:, 4:] = 7, 9  # a tower's pixels, then a keep's
     cv2.imwrite(str(tmp_path / "a_mask.png"), items)

@@ -124,6 +124,26 @@ def test_debug_dir_gets_the_intermediate_images(top_down, tmp_path):
     assert {"02_grey_mask.png", "05_rectified_view.png", "06_lattice.png", "07_detections.png", "09_overlay.png"} <= names
 
 
+def test_a_photo_the_first_pixel_models_cannot_read_is_read_by_the_next(top_down, tmp_path, monkeypatch):
+    # The shipped readers try a second set of pixel models where the first reading is refused; here the
+    # first set sees no plastic at all (a model that calls every pixel table).
+    import vision.pipeline
+    from vision.pixels import SHIPPED_MODEL, PixelModel, PixelModels, load_model
+
+    n = load_model(SHIPPED_MODEL).mean.shape[0]
+    blind = PixelModel(np.zeros(n, np.float32), np.ones(n, np.float32), (np.zeros((n, 3), np.float32),),
+                       (np.array([9.0, -9.0, -9.0], np.float32),))
+    blind.save(tmp_path / "blind.npz")
+    blind_first = (PixelModels((tmp_path / "blind.npz",), (tmp_path / "blind.npz",)), PixelModels((SHIPPED_MODEL,), (SHIPPED_MODEL,)))
+    monkeypatch.setattr(vision.pipeline, "PIXEL_READINGS", blind_first)
+    reading = read_photo(top_down, debug_dir=str(tmp_path / "debug"))
+    _assert_scored_right(reading)
+    assert reading.rectification["pixels_read_by"] == blind_first[1].describe()
+    # What each reading saw is kept apart: the first's images at the top, the second's in a folder.
+    assert os.path.exists(tmp_path / "debug" / "02_grey_mask.png")
+    assert os.path.exists(tmp_path / "debug" / "reading_2" / "09_overlay.png")
+
+
 def test_photo_without_a_castle_is_refused_with_advice():
     data = encode_jpeg(render({"towers": [], "walls": [], "keeps": []}, elevation=90, size=(640, 480), seed=4))
     reading = read_photo(data)

@@ -1,7 +1,6 @@
 """The learned pixel classes: the model's arithmetic, its file, and the training labels."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
@@ -54,28 +53,24 @@ def test_a_saved_model_loads_unchanged(tmp_path):
     assert np.allclose(loaded.probabilities(x), model.probabilities(x))
 
 
-# A convolutional candidate (vision.train_pixel_net) kept for benchmarking: docs/vision-failure-analysis.md.
-CANDIDATE_NET = Path(__file__).parents[2] / "benchmarks" / "candidates" / "pixel_net_session9.onnx"
-
-
 def test_the_models_read_the_features_of_any_photo_size():
     # Phones and uploads give every aspect ratio; odd sizes meet the network's halving and doubling.
     from vision.masks import colour_layers, learned_features
-    from vision.pixels import SHIPPED_MODEL, class_probabilities
+    from vision.pixels import SHIPPED_MODEL, SHIPPED_NET, class_probabilities
 
     rng = np.random.default_rng(3)
     img = rng.integers(60, 200, (75, 107, 3)).astype(np.uint8)
     feats, _ = learned_features(colour_layers(img))
-    for models in ([load_model(SHIPPED_MODEL)], [load_model(CANDIDATE_NET)], None):  # None: as the reader does
+    for models in ([load_model(SHIPPED_MODEL)], [load_model(SHIPPED_NET)], None):  # None: as the reader does
         probs = class_probabilities(feats, models)
         assert probs.shape == feats.shape[:2] + (len(CLASSES),), models
         assert np.allclose(probs.sum(axis=2), 1.0, atol=1e-4) and probs.min() >= 0.0, models
 
 
 def test_a_model_file_is_read_by_its_kind():
-    from vision.pixels import SHIPPED_MODEL
+    from vision.pixels import SHIPPED_MODEL, SHIPPED_NET
 
-    assert isinstance(load_model(SHIPPED_MODEL), PixelModel) and isinstance(load_model(CANDIDATE_NET), PixelNet)
+    assert isinstance(load_model(SHIPPED_MODEL), PixelModel) and isinstance(load_model(SHIPPED_NET), PixelNet)
 
 
 def test_training_labels_come_from_the_truth_outlines():
@@ -118,10 +113,11 @@ def test_a_candidate_model_named_in_the_environment_is_the_one_read_with(tmp_pat
 
     candidate = tmp_path / "candidate.npz"
     _random_model(np.random.default_rng(1), n_features=3).save(candidate)
-    code = "from vision.pixels import load_model, MODEL_PATHS; print(*MODEL_PATHS, load_model(MODEL_PATHS[0]).mean.shape[0])"
+    code = ("from vision.pixels import load_model, READINGS; (r,) = READINGS; "
+            "print(*r.grey, *r.keep, load_model(r.grey[0]).mean.shape[0])")
     env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(candidate)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
-    assert out == [str(candidate), "3"]
+    assert out == [str(candidate), str(candidate), "3"]  # read alone, for both classes
 
 
 def test_keeps_can_be_read_by_other_models_than_the_grey_plastic(tmp_path):
@@ -133,7 +129,8 @@ def test_keeps_can_be_read_by_other_models_than_the_grey_plastic(tmp_path):
 
     for name, seed in (("grey.npz", 5), ("keep.npz", 6)):
         _random_model(np.random.default_rng(seed), n_features=22).save(tmp_path / name)
-    code = ("import numpy as np; from vision.pixels import class_probabilities, load_model, MODEL_PATHS, KEEP_MODEL_PATHS\n"
+    code = ("import numpy as np; from vision.pixels import class_probabilities, load_model, READINGS\n"
+            "MODEL_PATHS, KEEP_MODEL_PATHS = READINGS[0].grey, READINGS[0].keep\n"
             "f = np.random.default_rng(7).normal(size=(9, 11, 22)).astype(np.float32)\n"
             "p = class_probabilities(f)\n"
             "g, k = (class_probabilities(f, [load_model(m)]) for m in (MODEL_PATHS[0], KEEP_MODEL_PATHS[0]))\n"
