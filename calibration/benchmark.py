@@ -199,7 +199,9 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     with the render's camera as a profile and without one. Renders are kept in `cache` and reused.
     Seeds run from `seed` (default 200 for even light, 100 for any light) upwards."""
     cache.mkdir(parents=True, exist_ok=True)
-    result: dict = {"with_profile": [], "without_profile": [], "failures": []}
+    # CPU seconds of each measurement (this process only: the renders and other processes on the
+    # machine are not counted), refused ones too.
+    result: dict = {"with_profile": [], "without_profile": [], "failures": [], "cpu_s": {"with_profile": [], "without_profile": []}}
     if seed is None:
         seed = 200 if even_light else 100
 
@@ -218,7 +220,9 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
         cam = camera_profile_from_truth(truth)
         sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}  # the four keeps share one size
         for key, camera in (("with_profile", cam), ("without_profile", None)):
+            t0 = time.process_time()
             m = _measure_or_note_failure(image, camera, f"{jpg.name} {key}", result)
+            result["cpu_s"][key].append(time.process_time() - t0)
             if m is None:
                 continue
             errs = {kind: (getattr(m.pieces, kind).footprint_mm[0] - ln, getattr(m.pieces, kind).footprint_mm[1] - wd,
@@ -249,7 +253,8 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
         lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
                      + (f"height error mm {_stats(heights)}; " if heights else "")
                      + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}; "
-                     + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else ""))
+                     + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
+                     + f"; CPU s per photo median {statistics.median(result['cpu_s'][key]):.1f}, max {max(result['cpu_s'][key]):.1f}")
     if result["failures"]:
         lines.append("not measured: " + "; ".join(result["failures"]))
     result["summary"] = "\n".join(lines)
