@@ -209,3 +209,90 @@ def test_a_shadow_is_told_from_a_piece_by_solid_sure_pixels():
     patch = np.zeros_like(region)
     patch[:int(6 * ppm), :int(6 * ppm)] = True  # 36 mm2 of a 900 mm2 region: 4 %
     assert not _is_shadow(patch[region])
+
+
+def _strip_scene():
+    """A rectified print at 4 px/mm: two black squares with a 4.5 mm white strip between them (as
+    the margins around the mat's markers), and the band along the print's edges."""
+    ppm = 4
+    template = np.full((int(60 * ppm), int(60 * ppm)), 255, np.uint8)
+    template[int(5 * ppm):int(35 * ppm), int(5 * ppm):int(25 * ppm)] = 0
+    template[int(5 * ppm):int(35 * ppm), int(29.5 * ppm):int(50 * ppm)] = 0
+    edges = cv2.morphologyEx((template > 127).astype(np.uint8), cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
+    print_edges = cv2.dilate(edges, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (9, 9))) > 0
+    return ppm, template, print_edges
+
+
+def test_print_darkened_by_a_shadow_does_not_join_a_piece():
+    # A low light's shadow darkens the white strip between two black squares and leaves the squares
+    # black: the strip differs from the print between the print's own edges, and such strips joined
+    # pieces standing apart into one region ("found 2 grey pieces"). It is dropped; the piece it
+    # touches (solid plastic over black ink) is kept whole.
+    from calibration.pieces import _drop_print_in_shadow
+
+    ppm, template, print_edges = _strip_scene()
+    mask = np.zeros(template.shape, bool)
+    piece = (slice(int(14 * ppm), int(26 * ppm)), slice(int(12 * ppm), int(25 * ppm)))
+    strip = (slice(int(5 * ppm), int(35 * ppm)), slice(int(25 * ppm), int(29.5 * ppm)))
+    mask[piece] = mask[strip] = True
+    solid_sure = np.zeros_like(mask)
+    solid_sure[piece] = True
+    shadow_like = mask & (template > 127)
+    kept = _drop_print_in_shadow(mask, shadow_like, print_edges, solid_sure)
+    assert kept[piece].all()
+    # The strip beyond the piece is gone (beside it, it is as wide as the piece and stays with it).
+    assert not kept[int(5 * ppm):int(12 * ppm), int(25 * ppm):int(29.5 * ppm)].any()
+    assert not kept[int(28 * ppm):int(35 * ppm), int(25 * ppm):int(29.5 * ppm)].any()
+
+
+def test_a_thin_grey_part_on_white_paper_is_not_taken_for_a_shadow():
+    # Grey plastic on white paper looks like a shadow pixel by pixel; a thin part of a piece (a
+    # merlon, an end tab) on white is bounded by the piece's own sides, not by the print's edges.
+    from calibration.pieces import _drop_print_in_shadow
+
+    ppm, template, print_edges = _strip_scene()
+    mask = np.zeros(template.shape, bool)
+    body = (slice(int(40 * ppm), int(52 * ppm)), slice(int(10 * ppm), int(30 * ppm)))
+    tab = (slice(int(44 * ppm), int(48 * ppm)), slice(int(30 * ppm), int(40 * ppm)))
+    mask[body] = mask[tab] = True
+    kept = _drop_print_in_shadow(mask, mask.copy(), print_edges, np.zeros_like(mask))
+    assert kept[body].all() and kept[tab].all()
+
+
+def _set_fits(tower: float, short: float, long_: float, thickness: float = 9.0):
+    from calibration.pieces import PieceFit
+
+    return [PieceFit("tower", (0.0, 0.0), 0.0, tower, tower, 42.0, 1.0, 0.0),
+            PieceFit("short_wall", (0.0, 0.0), 0.0, short, thickness, 30.0, 1.0, 0.0),
+            PieceFit("long_wall", (0.0, 0.0), 0.0, long_, thickness, 30.0, 1.0, 0.0)]
+
+
+def test_a_long_wall_one_merlon_off_is_refused():
+    # A wall fit can settle one merlon off (its end merlon taken for print): the long wall is then
+    # short by the gap between merlons (3.8 mm on a 9 mm wall) while the tower and short wall are
+    # right. Within the 4 mm the three lengths' 1 mm aims allow, it passed; the set check now keeps
+    # below a merlon's gap. Lengths each within the aim still pass.
+    from calibration.pieces import WALL_MERLON, _check_set
+
+    gap = WALL_MERLON[1] * 9.0
+    with pytest.raises(PieceMeasureError, match="do not make one set"):
+        _check_set(_set_fits(22.0, 32.0, 86.0 - gap))
+    with pytest.raises(PieceMeasureError, match="do not make one set"):
+        _check_set(_set_fits(22.0, 32.0, 86.0 + gap))
+    _check_set(_set_fits(22.6, 31.7, 85.2))  # off by 0.6, 0.3 and 0.8 mm: one set
+    # A smaller set (walls 7.7 mm thick) has a smaller merlon gap, and the check follows it.
+    _check_set(_set_fits(18.7, 27.2, 73.1, thickness=7.7))
+    with pytest.raises(PieceMeasureError, match="do not make one set"):
+        _check_set(_set_fits(18.7, 27.2, 73.1 - WALL_MERLON[1] * 7.7, thickness=7.7))
+
+
+def test_a_collapsed_tower_is_refused_even_when_the_lengths_make_one_set():
+    # A tower whose sides were lost in shadow measured 15 mm instead of 22, beside a long wall a
+    # merlon's pitch short: together they still made one set (G3), and wrong sizes passed.
+    from calibration.pieces import _check_set
+
+    with pytest.raises(PieceMeasureError, match=r"tower measured 14\.6 mm beside a 31\.5 mm short wall"):
+        _check_set(_set_fits(14.6, 31.5, 2 * 31.5 + 14.6))
+    # Sets a tenth away from the spec's proportions are measured.
+    _check_set(_set_fits(24.0, 31.0, 2 * 31.0 + 24.0))
+    _check_set(_set_fits(20.0, 32.5, 2 * 32.5 + 20.0))
