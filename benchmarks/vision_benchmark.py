@@ -179,6 +179,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
         row.update({"refused": reading.refusal is not None, "refusal": reading.refusal,
                     "confidence": round(reading.confidence, 3), "timings": reading.timings,
                     "factors": reading.rectification.get("factors", {}),
+                    "pixels_read_by": reading.rectification.get("pixels_read_by"),
                     "notices": sum(1 for f in reading.findings if f.get("severity") == "notice")})
         castle = reading.castle or reading.tentative_castle
         if castle is not None:
