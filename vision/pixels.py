@@ -7,10 +7,11 @@ piece (`python -m vision.train_pixels`), weighs the same cues the rules used (co
 balance, how table-like a pixel is in this photo, lightness against the table's) together with its
 neighbourhood (blurred cues, edges), and learns where each cue can be trusted.
 
-The model is plain arrays (vision/pixel_model.npz: standardisation and layer weights), evaluated here
-with numpy; scikit-learn is needed only to train it. Convolutional networks (vision.train_pixel_net,
-ONNX files run by OpenCV's dnn module) are read too, and several models can be averaged: that is how
-candidates are measured (docs/vision-failure-analysis.md, session 9).
+The perceptron is plain arrays (vision/pixel_model.npz: standardisation and layer weights), evaluated
+here with numpy; scikit-learn is needed only to train it. A small convolutional network
+(vision/pixel_net.onnx, trained by vision.train_pixel_net, run by OpenCV's dnn module) sees some 40 pixels
+around each pixel; the reader averages the two for the grey plastic (READINGS below;
+docs/vision-failure-analysis.md, sessions 9 and 10).
 """
 from __future__ import annotations
 

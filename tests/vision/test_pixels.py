@@ -1,7 +1,6 @@
 """The learned pixel classes: the model's arithmetic, its file, and the training labels."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from vision.pixels import CLASSES, PixelModel, PixelNet, load_model
