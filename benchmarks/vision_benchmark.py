@@ -80,25 +80,30 @@ def compare(found, truth) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("tower", "short", "long"):
         out[kind] = {"tp": len(pf[kind] & pt[kind]), "fp": len(pf[kind] - pt[kind]), "fn": len(pt[kind] - pf[kind])}
-    # Keeps: match each true keep to the nearest found keep within 0.5 steps.
-    used, col_ok, dbl_ok, matched = set(), 0, 0, 0
-    for k in truth.keeps:
+    pairs = match_keeps(fa, truth)
+    col_ok = sum(fa.keeps[i].colour == truth.keeps[j].colour for i, j in pairs)
+    dbl_ok = sum(fa.keeps[i].double == truth.keeps[j].double for i, j in pairs)
+    out["keep"] = {"tp": len(pairs), "fp": len(fa.keeps) - len(pairs), "fn": len(truth.keeps) - len(pairs),
+                   "colour_ok": col_ok, "double_ok": dbl_ok}
+    return out
+
+
+def match_keeps(aligned, truth) -> list[tuple[int, int]]:
+    """(found index, true index) pairs: each true keep in turn takes the nearest unmatched found keep
+    within half a step or so (`aligned` already moved onto the truth's frame by `align`)."""
+    used, pairs = set(), []
+    for j, k in enumerate(truth.keeps):
         best = None
-        for i, f in enumerate(fa.keeps):
+        for i, f in enumerate(aligned.keeps):
             if i in used:
                 continue
             dist = abs(f.at[0] - k.at[0]) + abs(f.at[1] - k.at[1])
             if dist < 0.6 and (best is None or dist < best[0]):
-                best = (dist, i, f)
-        if best is None:
-            continue
-        used.add(best[1])
-        matched += 1
-        col_ok += best[2].colour == k.colour
-        dbl_ok += best[2].double == k.double
-    out["keep"] = {"tp": matched, "fp": len(fa.keeps) - matched, "fn": len(truth.keeps) - matched,
-                   "colour_ok": col_ok, "double_ok": dbl_ok}
-    return out
+                best = (dist, i)
+        if best is not None:
+            used.add(best[1])
+            pairs.append((best[1], j))
+    return pairs
 
 
 def band(conditions: dict[str, Any]) -> dict[str, str]:

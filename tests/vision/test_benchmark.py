@@ -75,3 +75,26 @@ def test_truth_masks_answer_for_the_pixel_model_and_photos_without_them_are_left
     assert probs.shape == (8, 12, 3)
     assert probs[:, :4].argmax(axis=2).tolist() == [[0] * 4] * 8  # table
     assert (probs[:, 4:8].argmax(axis=2) == 1).all() and (probs[:, 8:].argmax(axis=2) == 2).all()
+
+
+def test_keep_heights_are_tallied_by_the_keeps_own_confidence(tmp_path, capsys):
+    # benchmarks.keep_heights: what a keep's doubt is worth, from photos with truth beside them.
+    from benchmarks.keep_heights import band_of
+    from benchmarks.keep_heights import main as keep_heights_main
+    from tests.vision.toyscene import top_down_jpeg
+
+    (tmp_path / "a.jpg").write_bytes(top_down_jpeg())
+    (tmp_path / "a.json").write_text(json.dumps({"castle": _turned_and_shifted(SMALL_CASTLE)}))
+    wrong = json.loads(json.dumps(SMALL_CASTLE))
+    wrong["keeps"][0]["double"] = not wrong["keeps"][0]["double"]  # the same photo, one keep's height changed
+    (tmp_path / "b.jpg").write_bytes(top_down_jpeg())
+    (tmp_path / "b.json").write_text(json.dumps({"castle": wrong}))
+    assert keep_heights_main([str(tmp_path), "--json", str(tmp_path / "out.json")]) == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert len(out["keeps"]) == 4
+    assert sorted(k["height_right"] for k in out["keeps"]) == [False, True, True, True]
+    assert sum(b["wrong"] for b in out["bands"].values()) == 1
+    assert band_of(0.2) == band_of(0.25) == "0.25 or less" and band_of(0.49) == "0.25-0.5" and band_of(0.8) == "0.8 or more"
+    assert "keep confidence" in capsys.readouterr().out
+    assert keep_heights_main([str(tmp_path / "nope")]) == 2
+    assert "not found" in capsys.readouterr().err
