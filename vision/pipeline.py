@@ -12,6 +12,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Iterator
 
 import cv2
@@ -163,10 +164,31 @@ def top_view(mask: np.ndarray, cam: Camera, z: float, size: int = 640) -> tuple[
     return top, ppu, (float(lo[0]), float(lo[1]))
 
 
-def table_pose(photo: DecodedPhoto, grey: np.ndarray) -> TablePose | None:
-    pose = pose_from_mat(photo.bgr, photo.focal_px)
-    if pose is not None:
-        return pose
+class PhotoCues:
+    """What every reading of one photo finds alike, whichever pixel models it reads with: the colour
+    layers, the calibration mat's pose and the photo's line segments, each computed when first needed."""
+
+    def __init__(self, photo: DecodedPhoto) -> None:
+        self.photo = photo
+
+    @cached_property
+    def layers(self) -> ColourLayers:
+        return colour_layers(self.photo.bgr)
+
+    @cached_property
+    def mat_pose(self) -> TablePose | None:
+        return pose_from_mat(self.photo.bgr, self.photo.focal_px)
+
+    @cached_property
+    def segments(self) -> np.ndarray:
+        return line_segments(self.photo.bgr)
+
+
+def table_pose(photo: DecodedPhoto, grey: np.ndarray, cues: PhotoCues | None = None) -> TablePose | None:
+    """The table plane and camera: from the mat when it is in view, else from the castle's walls."""
+    cues = cues or PhotoCues(photo)
+    if cues.mat_pose is not None:
+        return cues.mat_pose
     # Line segments only along the pieces' outlines: wood grain or a cloth's weave inside the
     # courtyards would otherwise add vanishing points of their own.
     # Both the outline band and the whole castle region are tried; the pose whose top view shows the
@@ -176,7 +198,7 @@ def table_pose(photo: DecodedPhoto, grey: np.ndarray) -> TablePose | None:
     band = (cv2.dilate(g, k) - cv2.erode(g, k)).astype(bool)
     region = cv2.dilate(g, np.ones((15, 15), np.uint8)).astype(bool)
     best, best_q = None, -1.0
-    segments = line_segments(photo.bgr)
+    segments = cues.segments
     for area in (band, region):
         pose = pose_from_castle(photo.bgr, area, photo.focal_px, segments)
         if pose is None:
@@ -876,15 +898,14 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
-    with timer.stage("masks"):
-        layers = colour_layers(photo.bgr)  # shared by every reading below
+    cues = PhotoCues(photo)  # shared by every reading below
     # Each set of pixel models in turn (vision.pixels.READINGS) until a reading is answered: they fail
     # on different photos, and each reading's confidence is judged on its own, so a second look costs
     # time only where the first was refused. Of refusals, the most confident one's advice is given.
     best: PhotoReading | None = None
     saw_no_castle = False
     for n, pixels in enumerate(PIXEL_READINGS):
-        reading = _read_decoded(photo, layers, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
+        reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
         if reading.refusal is None:
             return reading
         saw_no_castle |= reading.refusal == NO_CASTLE
@@ -894,7 +915,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
         # The pixel models learned plastic from rendered pieces with their moulded texture; plastic
         # that shows none (blown highlights, a very smooth set) they can miss altogether. Then the
         # colour rules (neutral and unlike the table) get their say.
-        reading = _read_decoded(photo, layers, settings, timer, pixels=None,
+        reading = _read_decoded(photo, cues, settings, timer, pixels=None,
                                 debug_dir=_attempt_dir(debug_dir, len(PIXEL_READINGS)))
         if reading.refusal is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
             best = reading
@@ -908,12 +929,12 @@ def _attempt_dir(debug_dir: str | None, attempt: int) -> str | None:
     return os.path.join(debug_dir, f"reading_{attempt + 1}")
 
 
-def _read_decoded(photo: DecodedPhoto, layers: ColourLayers, settings: ReadingSettings, timer: _Timer, *,
+def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSettings, timer: _Timer, *,
                   pixels: PixelModels | None, debug_dir: str | None) -> PhotoReading:
     """Every stage after decoding, with the grey and keep pixels found by the `pixels` models or, when
     None, by the colour rules."""
     with timer.stage("masks"):
-        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=pixels is not None, pixels=pixels, layers=layers)
+        masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=pixels is not None, pixels=pixels, layers=cues.layers)
         region = castle_region(masks.grey)
     for name, img in (("01_balanced", masks.balanced), ("02_grey_mask", masks.grey),
                       ("03_keep_mask", masks.keep), ("04_castle_region", region)):
@@ -922,7 +943,7 @@ def _read_decoded(photo: DecodedPhoto, layers: ColourLayers, settings: ReadingSe
     pose = fit = None
     if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
-            pose = table_pose(photo, masks.grey & region)
+            pose = table_pose(photo, masks.grey & region, cues)
             if pose is not None and pose.mat_to_image is not None:
                 region = _mask_out_mat(masks, pose)
         if pose is not None:
