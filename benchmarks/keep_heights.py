@@ -4,9 +4,8 @@
 
 Reads every photo with ground truth in the folders (or, with --results, one vision_benchmark JSON per
 folder in the same order, only the photos that run read at --min-confidence or more, which saves most of
-the time), matches the
-found keeps to the true ones as benchmarks.vision_benchmark does, and tallies right and wrong heights per
-confidence band. The reading's confidence weighs each keep in doubt (vision.pipeline.assess); this says
+the time), matches the found keeps to the true ones as benchmarks.vision_benchmark does, and tallies
+right and wrong heights per confidence band. The reading's confidence weighs each keep in doubt (vision.pipeline.assess); this says
 what such a keep's doubt is really worth.
 """
 from __future__ import annotations
@@ -18,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.vision_benchmark import IMAGE_EXTS, align, match_keeps
+from benchmarks.vision_benchmark import align, match_keeps, photos_with_truth, true_castle
 
 BANDS = ("0.25 or less", "0.25-0.5", "0.5-0.8", "0.8 or more")
 
@@ -32,14 +31,9 @@ def band_of(confidence: float) -> str:
 
 def keep_heights(photo: Path) -> list[dict[str, Any]]:
     """One row per found keep matched to a true one: its confidence and whether its height is right."""
-    import cv2
-
-    from scoring import parse_castle
     from vision import read_photo
 
-    cv2.setNumThreads(1)
-    truth_json = json.loads(photo.with_suffix(".json").read_text())
-    truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
+    truth = true_castle(json.loads(photo.with_suffix(".json").read_text()))
     reading = read_photo(photo.read_bytes())
     castle = reading.castle or reading.tentative_castle
     if castle is None:
@@ -68,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"keep_heights: not found: {', '.join(missing)} (give folders of photos with their truth JSON beside them, "
               "and vision_benchmark JSON files)", file=sys.stderr)
         return 2
+    import cv2
+
+    cv2.setNumThreads(1)  # as the vision benchmark reads: one core per photo
     if args.results and len(args.results) != len(args.folders):
         ap.error(f"--results needs one JSON per folder: {len(args.folders)} folders, {len(args.results)} JSONs")
     rows = []
@@ -75,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen = None
         if args.results:
             chosen = {r["photo"] for r in json.loads(args.results[n].read_text())["rows"] if r["confidence"] >= args.min_confidence}
-        for p in sorted(folder.iterdir()):
-            if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists() and (chosen is None or p.name in chosen):
+        for p in photos_with_truth(folder):
+            if chosen is None or p.name in chosen:
                 rows += keep_heights(p)
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:

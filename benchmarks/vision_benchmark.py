@@ -154,6 +154,18 @@ def with_truth_masks(photos: list[Path], log=print) -> list[Path]:
     return [p for p in photos if p not in without]
 
 
+def photos_with_truth(folder: Path) -> list[Path]:
+    """The photos of `folder` that have their truth JSON beside them, in name order."""
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists())
+
+
+def true_castle(truth_json: dict):
+    """The truth's castle with the keeps beside it (supply), as a reading should find them."""
+    from scoring import parse_castle
+
+    return parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
+
+
 def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     """Read one photo and compare it with its truth: one row of the benchmark."""
     import cv2
@@ -165,7 +177,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     truth_json = json.loads(p.with_suffix(".json").read_text())
     if truth_masks:
         use_truth_masks(p, truth_json)
-    truth = parse_castle(truth_json.get("castle_with_supply") or truth_json["castle"])
+    truth = true_castle(truth_json)
     truth_castle_only = parse_castle(truth_json["castle"])
     true_score = score_castle(truth_castle_only).to_json()["players"]
     data = p.read_bytes()
@@ -215,7 +227,7 @@ def run(folder: Path, limit: int | None = None, log=print, jobs: int = 1, truth_
     from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
-    photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS and p.with_suffix(".json").exists())
+    photos = photos_with_truth(folder)
     photos = [p for p in photos if not p.stem.endswith("_mask")]
     if truth_masks:
         photos = with_truth_masks(photos, log)

@@ -94,7 +94,6 @@ def render(castle: dict, *, elevation: float = 90.0, azimuth: float = 30.0, size
                 shade = 0.45 + 0.55 * max(0.0, float(normal @ sun))
                 depth = float(np.linalg.norm(cam_c - centre))
                 faces.append((depth, quad, np.array(colour, np.float32) * shade, cls))
-    # Soft shadows: darken the table around each piece's footprint (a rough contact shadow).
     for depth, quad, col, cls in sorted(faces, key=lambda f: -f[0]):
         cam = quad @ R.T + t
         uv = cam @ K.T
@@ -111,8 +110,6 @@ def encode_jpeg(bgr: np.ndarray, quality: int = 92) -> bytes:
     ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, quality])
     assert ok
     return buf.tobytes()
-
-
 
 
 def _varied_colour(bgr: tuple, rng: np.random.Generator) -> tuple[float, float, float]:

@@ -902,22 +902,18 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     # Each set of pixel models in turn (vision.pixels.READINGS) until a reading is answered: they fail
     # on different photos, and each reading's confidence is judged on its own, so a second look costs
     # time only where the first was refused. Of refusals, the most confident one's advice is given.
+    # The pixel models learned plastic from rendered pieces with their moulded texture; plastic that
+    # shows none (blown highlights, a very smooth set) they can miss altogether: where one saw no
+    # castle, the colour rules (neutral and unlike the table; `None` below) get the last say.
+    attempts: list[PixelModels | None] = list(PIXEL_READINGS)
     best: PhotoReading | None = None
-    saw_no_castle = False
-    for n, pixels in enumerate(PIXEL_READINGS):
+    for n, pixels in enumerate(attempts):  # (the loop reaches an attempt appended while it runs)
         reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
         if reading.refusal is None:
             return reading
-        saw_no_castle |= reading.refusal == NO_CASTLE
+        if reading.refusal == NO_CASTLE and None not in attempts:
+            attempts.append(None)
         if best is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
-            best = reading
-    if saw_no_castle:
-        # The pixel models learned plastic from rendered pieces with their moulded texture; plastic
-        # that shows none (blown highlights, a very smooth set) they can miss altogether. Then the
-        # colour rules (neutral and unlike the table) get their say.
-        reading = _read_decoded(photo, cues, settings, timer, pixels=None,
-                                debug_dir=_attempt_dir(debug_dir, len(PIXEL_READINGS)))
-        if reading.refusal is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
             best = reading
     return best
 

@@ -12,7 +12,7 @@ three probabilities (other / grey / keep).
 `crops` cuts labelled windows from the renders (most around the castle, where the hard pixels are; half
 the photos with the sensor noise and exposure change of vision.train_pixels.augmented) into one cache;
 `train` fits the network with PyTorch and exports it to ONNX, which the reader runs with OpenCV's dnn
-module. PyTorch is needed only here (`pip install -e ".[train]"` and `pip install torch==2.13.0`).
+module. PyTorch (CPU) is needed only here: `pip install -e ".[train]"`.
 """
 from __future__ import annotations
 

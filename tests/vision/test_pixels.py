@@ -129,10 +129,10 @@ def test_keeps_can_be_read_by_other_models_than_the_grey_plastic(tmp_path):
     for name, seed in (("grey.npz", 5), ("keep.npz", 6)):
         _random_model(np.random.default_rng(seed), n_features=22).save(tmp_path / name)
     code = ("import numpy as np; from vision.pixels import class_probabilities, load_model, READINGS\n"
-            "MODEL_PATHS, KEEP_MODEL_PATHS = READINGS[0].grey, READINGS[0].keep\n"
+            "(r,) = READINGS\n"
             "f = np.random.default_rng(7).normal(size=(9, 11, 22)).astype(np.float32)\n"
             "p = class_probabilities(f)\n"
-            "g, k = (class_probabilities(f, [load_model(m)]) for m in (MODEL_PATHS[0], KEEP_MODEL_PATHS[0]))\n"
+            "g, k = (class_probabilities(f, [load_model(m)]) for m in (r.grey[0], r.keep[0]))\n"
             "print(np.allclose(p[..., 1], g[..., 1]), np.allclose(p[..., 2], k[..., 2]), bool(p.min() >= 0))")
     env = {**os.environ, "CASTELLAN_PIXEL_MODEL": str(tmp_path / "grey.npz"), "CASTELLAN_KEEP_PIXEL_MODEL": str(tmp_path / "keep.npz")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
