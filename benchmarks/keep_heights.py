@@ -43,8 +43,10 @@ def keep_heights(photo: Path) -> list[dict[str, Any]]:
     for i, j in match_keeps(aligned, truth):
         confidence = reading.piece_confidence.get(("keep", i), (None,))[0]
         if confidence is not None:
+            doubt = reading.keeps_found[i].doubt or ("outline" if confidence < 0.5 else "")
             rows.append({"photo": photo.name, "reading_confidence": round(reading.confidence, 3),
-                         "keep_confidence": round(float(confidence), 3), "read_double": aligned.keeps[i].double,
+                         "keep_confidence": round(float(confidence), 3), "doubt": doubt,
+                         "read_double": aligned.keeps[i].double,
                          "height_right": aligned.keeps[i].double == truth.keeps[j].double})
     return rows
 
@@ -82,8 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in BANDS:
         right, wrong = tally[name]
         print(f"{name:<16}{right:>7}{wrong:>7}")
+    by_doubt: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["keep_confidence"] < 0.5:
+            by_doubt[r["doubt"]][0 if r["height_right"] else 1] += 1
+    print(f"\n{'keeps below 0.5, why':<36}{'right':>7}{'wrong':>7}")
+    for name, (right, wrong) in sorted(by_doubt.items()):
+        print(f"{name:<36}{right:>7}{wrong:>7}")
     if args.json:
         args.json.write_text(json.dumps({"bands": {n: dict(zip(("right", "wrong"), tally[n])) for n in BANDS},
+                                         "below_0.5_by_doubt": {n: dict(zip(("right", "wrong"), v)) for n, v in by_doubt.items()},
                                          "keeps": rows}, indent=1))
     return 0
 

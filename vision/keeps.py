@@ -40,6 +40,7 @@ class FoundKeep:
     double_fill: float = 1.0  # the fill a Double Keep would show there (its silhouette's area over a single's)
     iou: float = 0.0  # how well the chosen silhouette covers the blob
     height_by_size: bool = False  # single or double read from the blob's size (heights_from_size), not its outline
+    doubt: str = ""  # why its height's confidence was lowered last, if it was (a name for benchmarks and debugging)
 
 
 # Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.
@@ -200,12 +201,14 @@ def heights_from_size(found: list[FoundKeep], *, min_keeps: int = 5, noise_floor
         k.double, k.height_by_size = bool(z > 0), True
         k.stacked = float(np.clip(per_sigma * z, -1.0, 1.0))
         k.confidence = _shape_confidence(k.iou) * float(np.clip(abs(z) / 2.0, 0.2, 1.0))
+        k.doubt = "size between single and double" if abs(z) < 2.0 else ""
         # Blobs whose sizes scatter about as widely as a single and a double differ (keeps merged with a
         # shadow, or missing a side), or a blob far bigger or smaller than either, still tell heights
         # better than the outline does (on development renders), but not surely: no surer than the
         # outline's own reading when they agree, and weak when they do not.
         if double_log < min_separation * sigma or min(abs(lf - typical), abs(lf - typical - double_log)) > 3.0 * sigma:
             k.confidence = min(k.confidence, by_outline[1] if by_outline[0] == k.double else 0.25)
+            k.doubt = "sizes scatter"
     return found
 
 
@@ -276,7 +279,9 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
             # Seen from straight above, a Double Keep differs from a single one only by how far its top
             # leans; where that difference is a few pixels the height cannot be told, so say so.
             lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
-            conf = min(conf, float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0)))
+            by_lean = float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0))
+            doubt = "little lean" if by_lean < conf else ""
+            conf = min(conf, by_lean)
             stacked = per_h[True][0] - per_h[False][0] if len(per_h) == 2 else (1.0 if double else -1.0)
             single_area = cv2.contourArea(per_h[False][2].astype(np.float32)) if False in per_h else 0.0
             double_area = cv2.contourArea(per_h[True][2].astype(np.float32)) if True in per_h else 0.0
@@ -284,7 +289,8 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
                                    (float(cents[k][0]), float(cents[k][1])), poly, float(stacked),
                                    fill=float(area / single_area) if single_area > 0 else 1.0,
                                    lean=float(lean), iou=float(iou),
-                                   double_fill=float(double_area / single_area) if single_area > 0 else 1.0))
+                                   double_fill=float(double_area / single_area) if single_area > 0 else 1.0,
+                                   doubt=doubt))
     return _merge_fragments(found, 2.5 * half)
 
 

@@ -50,6 +50,7 @@ UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short o
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
+KEEP_HEIGHT_CAP = 0.5 * KEEP_DOUBT  # the most a keep whose height is in doubt is trusted
 # On 66 development photos (the 28 read at 0.5 or more in the earlier sets, and seeds 170000-170039,
 # read at the nominal keep size) a Double Keep's blob was 1.62 times a single keep's (medians of 97 and
 # 829 keeps, each over a single keep's silhouette there); a keep this many times its colour's others is
@@ -77,6 +78,7 @@ class PhotoReading:
     rectification: dict = field(default_factory=dict)
     tentative_castle: Any = None  # what was reconstructed even when refused (never scored)
     piece_confidence: dict = field(default_factory=dict)
+    keeps_found: list = field(default_factory=list)  # the FoundKeep behind each of the castle's keeps, in its order
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any]
@@ -515,12 +517,12 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
         typical = float(np.median([k.stacked for k in rest])) if len(rest) >= 2 else None
         for k in rest:
             if k.double:
-                k.confidence = min(k.confidence, 0.5 * KEEP_DOUBT)  # looked stacked, read as single
+                k.confidence, k.doubt = min(k.confidence, KEEP_HEIGHT_CAP), "looked stacked, read single"
             k.double = False
         if top.stacked > 0:
             top.double = True
             if top.stacked - runner_up < clear_lead:
-                top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
+                top.confidence, top.doubt = min(top.confidence, KEEP_HEIGHT_CAP), "stacked by a small lead"
             looked = sum(1 for k in ks if k.stacked > 0)
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",
@@ -529,20 +531,22 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             pass  # its size said single, and how surely is its confidence: the outline's rules below do not apply
         elif typical is not None and top.stacked - typical > stands_out and top.stacked > -stands_out:
             top.double = True
-            top.confidence, top.height_doubt = min(top.confidence, 0.5 * KEEP_DOUBT), True
+            top.confidence, top.height_doubt = min(top.confidence, KEEP_HEIGHT_CAP), True
+            top.doubt = "taller than its colour's others"
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep looks clearly taller than the other {colour} keeps, so it was read as the Double Keep"})
         elif top.stacked > -stands_out:
             # Read single, but nearly as well explained stacked: a Double Keep seen from high up looks
             # like this, and missing it halves a courtyard's points.
-            top.confidence = min(top.confidence, 0.5 * KEEP_DOUBT)
+            top.confidence, top.doubt = min(top.confidence, KEEP_HEIGHT_CAP), "nearly stacked"
         biggest = max(ks, key=lambda k: k.fill)
         if not any(k.double for k in ks) and not biggest.height_by_size:  # (its size was weighed already)
             others = [k.fill for k in ks if k is not biggest]
             if len(others) < 2:  # too few of its colour to say what a single one looks like here
                 others = [k.fill for k in keeps if k is not biggest and not k.double]
             if others and biggest.fill >= larger * float(np.median(others)):
-                biggest.confidence, biggest.height_doubt = min(biggest.confidence, 0.5 * KEEP_DOUBT), True
+                biggest.confidence, biggest.height_doubt = min(biggest.confidence, KEEP_HEIGHT_CAP), True
+                biggest.doubt = "bigger than its colour's others"
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"one {colour} keep looks bigger than the others but not clearly stacked: "
                                          "it may be a Double Keep"})
@@ -696,8 +700,13 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     # Each keep read without certainty (its colour, or single or double) could change a score; like the
     # walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
     # every castle of two sets: one of its 24 keeps was always seen poorly.)
-    weak_keeps = sum(1 for k in keeps if k.confidence < KEEP_DOUBT and not k.height_doubt)
-    height_doubts = sum(1 for k in keeps if k.height_doubt)
+    # A height read from the blob's size at the cap or below (its size about midway between a single's
+    # and a double's, or sizes that scatter and an outline that disagrees) is a likely misread too: on 53
+    # development photos read at 0.3 or more, 7 of 16 such keeps were wrong, against 1 of 13 between the
+    # cap and KEEP_DOUBT and 5 of 62 for the other keeps below KEEP_DOUBT (benchmarks.keep_heights).
+    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= KEEP_HEIGHT_CAP) for k in keeps]
+    height_doubts = sum(in_doubt)
+    weak_keeps = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     f["keeps"] = float(0.85 ** weak_keeps * HEIGHT_DOUBT ** height_doubts) if keeps else (0.5 if score is not None else 0.0)
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
@@ -984,4 +993,5 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
         rectification=_rectification(photo, pose, fit, verdict, pixels),
         tentative_castle=castle if refused else None,
         piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
+        keeps_found=keeps if castle is not None else [],
     )
