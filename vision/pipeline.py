@@ -651,6 +651,24 @@ def _cut_off_side(region: np.ndarray) -> str | None:
     return worst if frac[worst] > 0.01 else None
 
 
+def keeps_factor(keeps: list[FoundKeep]) -> float:
+    """How far the keeps' readings can be trusted together (0..1), a factor of the reading's confidence.
+
+    Each keep read without certainty (its colour, or single or double) could change a score; like the
+    walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
+    every castle of two sets: one of its 24 keeps was always seen poorly.) A keep whose height is a
+    likely misread weighs HEIGHT_DOUBT: one the reader doubted by comparing it with its colour's
+    others, and one whose height was read from its size at KEEP_HEIGHT_CAP or below (its size about
+    midway between a single's and a double's, or sizes that scatter and an outline that disagrees). On
+    50 development photos read at 0.3 or more (647 keeps; benchmarks.keep_heights), below KEEP_DOUBT:
+    heights from size at the cap or below 7 wrong of 16, above it 1 of 12; doubted by comparison 4 of
+    11; the other keeps 4 of 56.
+    """
+    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= KEEP_HEIGHT_CAP) for k in keeps]
+    weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
+    return float(0.85 ** weak * HEIGHT_DOUBT ** sum(in_doubt))
+
+
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
            score) -> Assessment:
     """Self-check and confidence: every factor is 0..1; the reading's confidence is their product.
@@ -697,17 +715,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     sized = np.array([len(el.idx) > 0 for el in fit.elements])
     weak = int(np.sum((m < PIECE_MARGIN) & sized))
     f["pieces"] = float(0.9 ** weak * (0.5 if weak > 3 else 1.0))
-    # Each keep read without certainty (its colour, or single or double) could change a score; like the
-    # walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
-    # every castle of two sets: one of its 24 keeps was always seen poorly.)
-    # A height read from the blob's size at the cap or below (its size about midway between a single's
-    # and a double's, or sizes that scatter and an outline that disagrees) is a likely misread too: on 53
-    # development photos read at 0.3 or more, 7 of 16 such keeps were wrong, against 1 of 13 between the
-    # cap and KEEP_DOUBT and 5 of 62 for the other keeps below KEEP_DOUBT (benchmarks.keep_heights).
-    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= KEEP_HEIGHT_CAP) for k in keeps]
-    height_doubts = sum(in_doubt)
-    weak_keeps = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
-    f["keeps"] = float(0.85 ** weak_keeps * HEIGHT_DOUBT ** height_doubts) if keeps else (0.5 if score is not None else 0.0)
+    f["keeps"] = keeps_factor(keeps) if keeps else (0.5 if score is not None else 0.0)
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
     f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))

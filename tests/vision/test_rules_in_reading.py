@@ -303,3 +303,25 @@ def test_a_hidden_wall_is_not_read_where_the_rules_or_the_photo_say_it_is_not_th
     # Its pixels clearly say "no wall" (a strongly negative margin).
     fit = _square_with_hidden_wall(-0.5)
     assert join_hidden_walls(fit, [_red_keep_at((0.5, 0.5))]) == [] and not fit.decision.active[-1]
+
+
+def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
+    from vision.keeps import heights_from_size
+    from vision.pipeline import HEIGHT_DOUBT, KEEP_DOUBT, keeps_factor
+
+    def seen_from_above(fills):
+        keeps = [_keep(0.9, -0.2, fill=f) for f in fills]
+        for k in keeps:
+            k.lean, k.double_fill, k.iou = 1.0, 1.6, 0.9  # the top leans too little to show the height
+        return heights_from_size(keeps)
+
+    # Seven single keeps alike and one as big as a stacked pair: that one is the Double Keep, surely.
+    clear = seen_from_above([1.0, 0.98, 1.02, 1.0, 0.99, 1.01, 1.0, 1.6])
+    assert [k.double for k in clear] == [False] * 7 + [True] and keeps_factor(clear) == 1.0
+    # One about midway between a single's size and a double's: its height is a guess either way.
+    middling = seen_from_above([1.0, 0.98, 1.02, 1.0, 0.99, 1.01, 1.0, 1.26])
+    assert middling[-1].height_by_size and middling[-1].confidence < KEEP_DOUBT
+    assert keeps_factor(middling) == HEIGHT_DOUBT
+    # A keep seen poorly for another reason weighs less than that.
+    poorly = [_keep(0.9, -0.3), _keep(0.3, -0.3)]
+    assert HEIGHT_DOUBT < keeps_factor(poorly) < 1.0
