@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.vision_benchmark import align, match_keeps, photos_with_truth, true_castle
+from benchmarks.vision_benchmark import align, compare, match_keeps, photos_with_truth, true_castle
 
 BANDS = ("0.25 or less", "0.25-0.5", "0.5-0.8", "0.8 or more")
 
@@ -39,14 +39,19 @@ def keep_heights(photo: Path) -> list[dict[str, Any]]:
     if castle is None:
         return []
     aligned = align(castle, truth)
+    pieces = compare(castle, truth)
+    grey_right = all(pieces[kind]["fp"] == pieces[kind]["fn"] == 0 for kind in ("tower", "short", "long"))
     rows = []
     for i, j in match_keeps(aligned, truth):
         confidence = reading.piece_confidence.get(("keep", i), (None,))[0]
         if confidence is not None:
-            doubt = reading.keeps_found[i].doubt or ("outline" if confidence < 0.5 else "")
+            found = reading.keeps_found[i]
             rows.append({"photo": photo.name, "reading_confidence": round(reading.confidence, 3),
-                         "keep_confidence": round(float(confidence), 3), "doubt": doubt,
-                         "read_double": aligned.keeps[i].double,
+                         "keep_confidence": round(float(confidence), 3),
+                         "doubt": found.doubt or ("outline" if confidence < 0.5 else ""),
+                         "colour": found.colour, "stacked": round(found.stacked, 3), "fill": round(found.fill, 3),
+                         "height_by_size": found.height_by_size, "grey_right": grey_right,
+                         "read_double": aligned.keeps[i].double, "true_double": truth.keeps[j].double,
                          "height_right": aligned.keeps[i].double == truth.keeps[j].double})
     return rows
 
