@@ -50,6 +50,7 @@ def keep_heights(photo: Path) -> list[dict[str, Any]]:
                          "keep_confidence": round(float(confidence), 3),
                          "doubt": found.doubt or ("outline" if confidence < 0.5 else ""),
                          "colour": found.colour, "stacked": round(found.stacked, 3), "fill": round(found.fill, 3),
+                         "double_fill": round(found.double_fill, 3), "lean": round(found.lean, 2), "iou": round(found.iou, 3),
                          "height_by_size": found.height_by_size, "grey_right": grey_right,
                          "read_double": aligned.keeps[i].double, "true_double": truth.keeps[j].double,
                          "height_right": aligned.keeps[i].double == truth.keeps[j].double})
