@@ -226,8 +226,9 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
     assert "lattice" in _assess_with_a_piece_beyond_the_edge(touching, grey=inside).refusal
 
 
-def _assess_reading(castle, weak: int):
-    """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly."""
+def _assess_reading(castle, weak: int, elevation: float = 60.0):
+    """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly, the camera
+    `elevation` degrees above the table."""
     from types import SimpleNamespace
 
     from scoring import score_castle
@@ -243,14 +244,13 @@ def _assess_reading(castle, weak: int):
     weight[: len(fit.elements) * 20] = 1.0
     fit.weight = weight
     keeps = [_keep(1.0, -0.5)]
-    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
+    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0)
     return assess(masks=SimpleNamespace(brightness=200.0, grey=region), region=region, pose=pose, fit=fit,
                   keeps=keeps, score=score_castle(castle))
 
 
-def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game_in_play_is_read():
-    # rules.md: a finished game uses every grey piece. A few missing where some pieces were seen weakly
-    # is likelier a misread; many missing is a game in play (a judge's photo during a turn).
+def _finished_and_one_wall_short():
+    """A finished castle of two players, and the same castle one wall short that breaks no rule."""
     from dataclasses import replace
 
     from scoring import score_castle
@@ -260,6 +260,13 @@ def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game
     short_by_one = next(c for c in (replace(finished, walls=finished.walls[:i] + finished.walls[i + 1:])
                                     for i in range(len(finished.walls)))
                         if not any(f.severity == "violation" for f in score_castle(c).findings))
+    return finished, short_by_one
+
+
+def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game_in_play_is_read():
+    # rules.md: a finished game uses every grey piece. A few missing where some pieces were seen weakly
+    # is likelier a misread; many missing is a game in play (a judge's photo during a turn).
+    finished, short_by_one = _finished_and_one_wall_short()
     assert _assess_reading(short_by_one, weak=0).refusal is None
     doubtful = _assess_reading(short_by_one, weak=2)
     assert doubtful.refusal is not None and "pieces" in doubtful.refusal
@@ -325,3 +332,15 @@ def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
     # A keep seen poorly for another reason weighs less than that.
     poorly = [_keep(0.9, -0.3), _keep(0.3, -0.3)]
     assert HEIGHT_DOUBT < keeps_factor(poorly) < 1.0
+
+
+def test_a_refusal_says_which_way_to_move_the_camera():
+    # Photos read best from 60-75 degrees (vision.pipeline.BEST_ELEVATION_DEG): a reading refused from
+    # straight above asks for a lower photo, one refused from low down a higher one.
+    _, short_by_one = _finished_and_one_wall_short()
+    from_above = _assess_reading(short_by_one, weak=2, elevation=85.0).refusal
+    from_low = _assess_reading(short_by_one, weak=2, elevation=45.0).refusal
+    from_best = _assess_reading(short_by_one, weak=2, elevation=65.0).refusal
+    assert "lower" in from_above and "higher" not in from_above and "85 degrees" in from_above
+    assert "higher up" in from_low and "lower" not in from_low
+    assert "higher" not in from_best and "lower" not in from_best and "pieces" in from_best
