@@ -284,15 +284,16 @@ def _oriented_fit(p: np.ndarray, outline: Polygon, nadir: np.ndarray, cam_z: flo
 
 def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
     """Signed distance (outside > 0) of points to a convex polygon given counter-clockwise or not."""
-    a = poly
-    b = np.roll(poly, -1, axis=0)
-    ab = b - a
-    ap = points[:, None, :] - a[None, :, :]
-    t = np.clip(np.einsum("nkj,kj->nk", ap, ab) / np.maximum(np.einsum("kj,kj->k", ab, ab), 1e-12), 0, 1)
-    closest = a[None] + t[..., None] * ab[None]
-    dist = np.linalg.norm(points[:, None, :] - closest, axis=2).min(axis=1)
-    cross = ab[None, :, 0] * ap[..., 1] - ab[None, :, 1] * ap[..., 0]
-    orient = np.sign(np.sum(ab[:, 0] * np.roll(ab, -1, axis=0)[:, 1] - ab[:, 1] * np.roll(ab, -1, axis=0)[:, 0]))
+    # Written out per coordinate (the fits call it thousands of times on a few hundred points).
+    px, py = points[:, 0:1], points[:, 1:2]
+    ax, ay = poly[:, 0], poly[:, 1]
+    abx, aby = np.roll(ax, -1) - ax, np.roll(ay, -1) - ay
+    apx, apy = px - ax, py - ay
+    t = np.clip((apx * abx + apy * aby) / np.maximum(abx * abx + aby * aby, 1e-12), 0, 1)
+    dx, dy = px - (ax + t * abx), py - (ay + t * aby)
+    dist = np.sqrt(dx * dx + dy * dy).min(axis=1)
+    cross = abx * apy - aby * apx
+    orient = np.sign(np.sum(abx * np.roll(aby, -1) - aby * np.roll(abx, -1)))
     is_inside = np.all(cross * orient >= 0, axis=1)
     return np.where(is_inside, -dist, dist)
 
@@ -391,25 +392,26 @@ def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndar
     return _cover_from_planes(points[:, 0], points[:, 1], *_edge_planes(poly), ramp_mm)
 
 
-def _edge_planes(poly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A convex polygon's edges as outward unit normals n and offsets c (inside: n . p <= c)."""
+def _edge_planes(poly: np.ndarray) -> tuple[list[float], list[float], list[float]]:
+    """A convex polygon's edges as outward unit normals (nx, ny) and offsets c (inside: n . p <= c)."""
     # Written out per coordinate: called for every face at every step of the appearance fit.
     ax, ay = poly[:, 0], poly[:, 1]
-    ex, ey = np.roll(ax, -1) - ax, np.roll(ay, -1) - ay
+    ex, ey = np.concatenate((ax[1:], ax[:1])) - ax, np.concatenate((ay[1:], ay[:1])) - ay
     length = np.maximum(np.sqrt(ex * ex + ey * ey), 1e-9)
     nx, ny = ey / length, -ex / length
     centre = poly.mean(axis=0)
     outward = np.where(nx * (centre[0] - ax) + ny * (centre[1] - ay) > 0, -1.0, 1.0)
     nx, ny = nx * outward, ny * outward
-    return np.column_stack([nx, ny]), nx * ax + ny * ay
+    return nx.tolist(), ny.tolist(), (nx * ax + ny * ay).tolist()
 
 
-def _cover_from_planes(x: np.ndarray, y: np.ndarray, n: np.ndarray, c: np.ndarray, ramp_mm: float) -> np.ndarray:
+def _cover_from_planes(x: np.ndarray, y: np.ndarray, nx: list[float], ny: list[float], c: list[float],
+                       ramp_mm: float) -> np.ndarray:
     """_soft_cover at points (x, y): arrays of one shape, or a row and a column that broadcast to
     a grid (the appearance fit's windows: no grid of coordinates is built for each face)."""
-    sd = n[0, 0] * x + n[0, 1] * y - c[0]
-    for k in range(1, len(n)):
-        sd = np.maximum(sd, n[k, 0] * x + n[k, 1] * y - c[k])
+    sd = nx[0] * x + ny[0] * y - c[0]
+    for k in range(1, len(c)):
+        sd = np.maximum(sd, nx[k] * x + ny[k] * y - c[k])
     return np.clip(0.5 - sd / ramp_mm, 0.0, 1.0)
 
 
@@ -551,10 +553,11 @@ class _Grid:
         """Add the soft cover of the convex polygon `poly` (mm) to `out` (the grid's shape), times
         `scale` (same shape) where given."""
         h, w = self.use.shape
-        lo = np.floor((poly.min(axis=0) - ramp_mm - [self.x0, self.y0]) / self.step).astype(int)
-        hi = np.ceil((poly.max(axis=0) + ramp_mm - [self.x0, self.y0]) / self.step).astype(int) + 1
-        c0, r0 = max(lo[0], 0), max(lo[1], 0)
-        c1, r1 = min(hi[0], w), min(hi[1], h)
+        (xmin, ymin), (xmax, ymax) = poly.min(axis=0).tolist(), poly.max(axis=0).tolist()
+        c0 = max(math.floor((xmin - ramp_mm - self.x0) / self.step), 0)
+        r0 = max(math.floor((ymin - ramp_mm - self.y0) / self.step), 0)
+        c1 = min(math.ceil((xmax + ramp_mm - self.x0) / self.step) + 1, w)
+        r1 = min(math.ceil((ymax + ramp_mm - self.y0) / self.step) + 1, h)
         if c1 <= c0 or r1 <= r0:
             return
         xs = self.x0 + self.step * np.arange(c0, c1)
@@ -615,6 +618,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     kind = f.kind
     hi_ = 4 if square else 5
     chans = [np.ascontiguousarray(norm[:, ch]) for ch in range(3)]
+    use_at = np.flatnonzero(grid.use)  # the window's points in the grid (as grid.use picks them)
 
     def per_pixel(q):
         p = _expand(q, square, tabs)
@@ -646,7 +650,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         total = np.zeros(len(pts))
         covered = np.zeros(len(pts))
         for wgt2 in regions.values():
-            wgt = wgt2[grid.use]
+            wgt = wgt2.ravel().take(use_at)
             sw = wgt.sum()
             if sw < 1e-6:
                 continue
@@ -684,7 +688,9 @@ def _appearance_search(model: _Appearance, starts: list[np.ndarray]):
                                  options={"initial_simplex": simplex, "xatol": 0.02, "fatol": 0.05, "maxfev": 900})
 
     best = None
-    for start in starts:
+    for i, start in enumerate(starts):
+        if any(np.array_equal(start, earlier) for earlier in starts[:i]):
+            continue  # (a square piece's start with the spec's height is its proportional start)
         res = simplex_search(start)
         if best is None or res.fun < best.fun:
             best = res
