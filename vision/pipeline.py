@@ -653,6 +653,36 @@ class Assessment:
     findings: list[dict]
 
 
+def _element_points(el) -> set[tuple[int, int]]:
+    """The lattice points a tower stands on or a wall joins."""
+    return {el.key} if el.kind == "tower" else set(el.key)
+
+
+def _main_castle(fit: Fit) -> set[tuple[int, int]]:
+    """The lattice points of the largest group of decided pieces joined to each other (rules.md G6)."""
+    parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def root(p: tuple[int, int]) -> tuple[int, int]:
+        while parent.setdefault(p, p) != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    pieces = [el for el, a in zip(fit.elements, fit.decision.active) if a]
+    for el in pieces:
+        first, *rest = sorted(_element_points(el))
+        for q in rest:
+            parent[root(q)] = root(first)
+    size: dict[tuple[int, int], int] = {}
+    for el in pieces:
+        r = root(next(iter(_element_points(el))))
+        size[r] = size.get(r, 0) + 1
+    if not size:
+        return set()
+    biggest = max(size, key=size.get)
+    return {p for p in parent if root(p) == biggest}
+
+
 def _cut_off_side(region: np.ndarray) -> str | None:
     h, w = region.shape
     b = max(2, int(0.004 * max(h, w)))
@@ -700,8 +730,11 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     # Cut off: a piece of the fitted castle crosses the photo's edge, and so do the castle's grey
     # pixels themselves (not just the castle region, which is widened), which name the side.
     # Fitted pieces beyond the edge while the castle's pixels stay inside mean a wrong lattice, and
-    # "step back" would be the wrong advice.
-    clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped]
+    # "step back" would be the wrong advice. So do pieces beyond the edge that are not joined to the
+    # castle (G6: one castle): grey beyond the table read as plastic (every "cut off" refusal of 800
+    # renders, 36, had the castle well inside the photo); the rules judge those pieces below.
+    main = _main_castle(fit)
+    clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped and _element_points(el) & main]
     if clipped:
         where = _cut_off_side(region & masks.grey)
         if where is None:

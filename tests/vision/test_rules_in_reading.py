@@ -344,3 +344,28 @@ def test_a_refusal_says_which_way_to_move_the_camera():
     assert "lower" in from_above and "higher" not in from_above and "85 degrees" in from_above
     assert "higher up" in from_low and "lower" not in from_low
     assert "higher" not in from_best and "lower" not in from_best and "pieces" in from_best
+
+
+def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle():
+    # rules.md G6: one castle. Grey beyond the table (a floor, a shelf) read as a tower far from the
+    # castle runs off the photo; the castle itself does not, so "step back" would be the wrong advice.
+    from types import SimpleNamespace
+
+    from vision.pipeline import assess
+
+    touching = np.zeros((120, 160), bool)
+    touching[30:90, :120] = True
+
+    def verdict(towers):
+        fit = _fit({p: (True, 0.9) for p in towers}, [((0, 0), (1, 0)), ((1, 0), (2, 0))])
+        fit.elements[len(towers) - 1].clipped = True  # the last tower runs off the photo's left edge
+        for n, el in enumerate(fit.elements):
+            el.idx = np.arange(n * 20, n * 20 + 20)
+        fit.weight = np.where(np.arange(touching.size) < len(fit.elements) * 20, 1.0, -1.0).astype(np.float32)
+        pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=65.0), quality=1.0)
+        return assess(masks=SimpleNamespace(brightness=200.0, grey=touching), region=touching, pose=pose, fit=fit,
+                      keeps=[], score=None)
+
+    assert "cut off on the left" in verdict([(0, 0), (1, 0), (2, 0)]).refusal  # a tower of the castle itself
+    apart = verdict([(0, 0), (1, 0), (2, 0), (6, 0)])
+    assert apart.refusal is None or "cut off" not in apart.refusal
