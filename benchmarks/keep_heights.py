@@ -17,16 +17,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.vision_benchmark import align, compare, match_keeps, photos_with_truth, true_castle
+from benchmarks.vision_benchmark import align, match_keeps, photos_with_truth, piece_sets, true_castle
+from vision.keeps import HEIGHT_CAP
+from vision.pipeline import KEEP_DOUBT
 
-BANDS = ("0.25 or less", "0.25-0.5", "0.5-0.8", "0.8 or more")
+BANDS = (f"{HEIGHT_CAP} or less", f"{HEIGHT_CAP}-{KEEP_DOUBT}", f"{KEEP_DOUBT}-0.8", "0.8 or more")
 
 
 def band_of(confidence: float) -> str:
-    """The confidence band of a keep (0.25 is the cap the reader puts on a keep that looked stacked)."""
-    if confidence <= 0.25:
+    """The confidence band of a keep (HEIGHT_CAP is the cap the reader puts on a keep whose height is in doubt)."""
+    if confidence <= HEIGHT_CAP:
         return BANDS[0]
-    return BANDS[1] if confidence < 0.5 else (BANDS[2] if confidence < 0.8 else BANDS[3])
+    return BANDS[1] if confidence < KEEP_DOUBT else (BANDS[2] if confidence < 0.8 else BANDS[3])
 
 
 def keep_heights(photo: Path) -> list[dict[str, Any]]:
@@ -39,21 +41,18 @@ def keep_heights(photo: Path) -> list[dict[str, Any]]:
     if castle is None:
         return []
     aligned = align(castle, truth)
-    pieces = compare(castle, truth)
-    grey_right = all(pieces[kind]["fp"] == pieces[kind]["fn"] == 0 for kind in ("tower", "short", "long"))
+    grey_right = piece_sets(aligned) == piece_sets(truth)
     rows = []
     for i, j in match_keeps(aligned, truth):
-        confidence = reading.piece_confidence.get(("keep", i), (None,))[0]
-        if confidence is not None:
-            found = reading.keeps_found[i]
-            rows.append({"photo": photo.name, "reading_confidence": round(reading.confidence, 3),
-                         "keep_confidence": round(float(confidence), 3),
-                         "doubt": found.doubt or ("outline" if confidence < 0.5 else ""),
-                         "colour": found.colour, "stacked": round(found.stacked, 3), "fill": round(found.fill, 3),
-                         "double_fill": round(found.double_fill, 3), "lean": round(found.lean, 2), "iou": round(found.iou, 3),
-                         "height_by_size": found.height_by_size, "grey_right": grey_right,
-                         "read_double": aligned.keeps[i].double, "true_double": truth.keeps[j].double,
-                         "height_right": aligned.keeps[i].double == truth.keeps[j].double})
+        found = reading.keeps_found[i]
+        confidence = round(found.confidence, 3)
+        rows.append({"photo": photo.name, "reading_confidence": round(reading.confidence, 3),
+                     "keep_confidence": confidence, "doubt": found.doubt or ("outline" if confidence < KEEP_DOUBT else ""),
+                     "colour": found.colour, "stacked": round(found.stacked, 3), "fill": round(found.fill, 3),
+                     "double_fill": round(found.double_fill, 3), "lean": round(found.lean, 2), "iou": round(found.iou, 3),
+                     "height_by_size": found.height_by_size, "grey_right": grey_right,
+                     "read_double": aligned.keeps[i].double, "true_double": truth.keeps[j].double,
+                     "height_right": aligned.keeps[i].double == truth.keeps[j].double})
     return rows
 
 
@@ -92,14 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<16}{right:>7}{wrong:>7}")
     by_doubt: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in rows:
-        if r["keep_confidence"] < 0.5:
+        if r["keep_confidence"] < KEEP_DOUBT:
             by_doubt[r["doubt"]][0 if r["height_right"] else 1] += 1
-    print(f"\n{'keeps below 0.5, why':<36}{'right':>7}{'wrong':>7}")
+    print(f"\n{f'keeps below {KEEP_DOUBT}, why':<36}{'right':>7}{'wrong':>7}")
     for name, (right, wrong) in sorted(by_doubt.items()):
         print(f"{name:<36}{right:>7}{wrong:>7}")
     if args.json:
         args.json.write_text(json.dumps({"bands": {n: dict(zip(("right", "wrong"), tally[n])) for n in BANDS},
-                                         "below_0.5_by_doubt": {n: dict(zip(("right", "wrong"), v)) for n, v in by_doubt.items()},
+                                         f"below_{KEEP_DOUBT}_by_doubt": {n: dict(zip(("right", "wrong"), v)) for n, v in by_doubt.items()},
                                          "keeps": rows}, indent=1))
     return 0
 

@@ -34,8 +34,8 @@ IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".heic")
 HIGH_CONFIDENCE = 0.8
 
 
-def _pieces(castle) -> dict[str, set]:
-    """Piece sets by kind, in lattice coordinates (keeps by rounded cell, with colour)."""
+def piece_sets(castle) -> dict[str, set]:
+    """The grey pieces by kind (towers, short and long walls), in lattice coordinates."""
     return {
         "tower": {tuple(t) for t in castle.towers},
         "short": {(w.a, w.b) for w in castle.walls if w.length == 1},
@@ -76,7 +76,7 @@ def align(found, truth):
 def compare(found, truth) -> dict[str, Any]:
     """Per-kind true/false positives and negatives, keep colour and Double Keep agreement."""
     fa = align(found, truth)
-    pf, pt = _pieces(fa), _pieces(truth)
+    pf, pt = piece_sets(fa), piece_sets(truth)
     out: dict[str, Any] = {}
     for kind in ("tower", "short", "long"):
         out[kind] = {"tp": len(pf[kind] & pt[kind]), "fp": len(pf[kind] - pt[kind]), "fn": len(pt[kind] - pf[kind])}

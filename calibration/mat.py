@@ -349,6 +349,24 @@ def _marker_points_mm(layout: MatLayout, marker_ids: np.ndarray) -> np.ndarray:
     return obj[[index[int(i)] for i in marker_ids]] + np.asarray(layout.board_origin_mm)
 
 
+def fit_homography(image_pts: np.ndarray, mat_pts: np.ndarray,
+                   tolerance_mm: float) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Image -> mat-mm homography: RANSAC guards against mis-read points (more than `tolerance_mm` off),
+    then a plain fit on the rest. Returns (H, which points were kept, their RMS error in mm), or None
+    when it fails or fewer than MIN_POINTS are kept."""
+    H, inliers = cv2.findHomography(image_pts, mat_pts, cv2.RANSAC, tolerance_mm)
+    if H is None:
+        return None
+    keep = inliers.ravel().astype(bool)
+    if keep.sum() < MIN_POINTS:
+        return None
+    H, _ = cv2.findHomography(image_pts[keep], mat_pts[keep], 0)
+    if H is None:
+        return None
+    proj = cv2.perspectiveTransform(image_pts[keep].reshape(-1, 1, 2), H).reshape(-1, 2)
+    return H, keep, float(np.sqrt(np.mean(np.sum((proj - mat_pts[keep]) ** 2, axis=1))))
+
+
 def find_mat(image: np.ndarray, *, camera_matrix: np.ndarray | None = None,
              dist_coeffs: np.ndarray | None = None, paper: str | None = None) -> MatDetection | None:
     """Find the calibration mat in a photo (grayscale or BGR ndarray).
@@ -376,18 +394,10 @@ def find_mat(image: np.ndarray, *, camera_matrix: np.ndarray | None = None,
         k = np.asarray(camera_matrix, np.float64)
         d = np.zeros(5) if dist_coeffs is None else np.asarray(dist_coeffs, np.float64)
         fit_pts = cv2.undistortPoints(all_img.reshape(-1, 1, 2), k, d, P=k).reshape(-1, 2)
-    # RANSAC guards against a mis-read marker; then a plain fit on the inliers.
-    H, inliers = cv2.findHomography(fit_pts, all_mat, cv2.RANSAC, 2.0)
-    if H is None:
+    fitted = fit_homography(fit_pts, all_mat, 2.0)
+    if fitted is None:
         return None
-    keep = inliers.ravel().astype(bool)
-    if keep.sum() < MIN_POINTS:
-        return None
-    H, _ = cv2.findHomography(fit_pts[keep], all_mat[keep], 0)
-    if H is None:
-        return None
-    proj = cv2.perspectiveTransform(fit_pts[keep].reshape(-1, 1, 2), H).reshape(-1, 2)
-    rms = float(np.sqrt(np.mean(np.sum((proj - all_mat[keep]) ** 2, axis=1))))
+    H, keep, rms = fitted
     Hinv = np.linalg.inv(H)
     # Local scale at the mat's centre: pixels per mm from the Jacobian of mm -> px.
     c = np.asarray(layout.board_origin_mm) + np.asarray(layout.board_mm) / 2

@@ -60,7 +60,7 @@ from shapely.geometry import MultiPoint, Polygon
 from skimage import color, measure
 
 from calibration.camera import default_camera, focal_from_homography, undistort_image
-from calibration.mat import MIN_POINTS, MatDetection, find_mat, mat_image
+from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
 RECT_PX_PER_MM = 4.0
@@ -141,18 +141,14 @@ def _tighter_homography(det: MatDetection) -> MatDetection:
     img, mat = det.all_image_points.astype(np.float64), det.all_mat_points_mm.astype(np.float64)
     if len(img) < MIN_POINTS:
         return det
-    H, inliers = cv2.findHomography(img, mat, cv2.RANSAC, MAT_POINT_TOLERANCE_MM)
-    if H is None:
+    fitted = fit_homography(img, mat, MAT_POINT_TOLERANCE_MM)
+    if fitted is None:
         return det
-    keep = inliers.ravel().astype(bool)
-    if keep.all() or keep.sum() < max(MIN_POINTS, len(keep) // 2):
+    H, keep, rms = fitted
+    if keep.all() or keep.sum() < len(keep) // 2:
         return det
-    H, _ = cv2.findHomography(img[keep], mat[keep], 0)
-    if H is None:
-        return det
-    res = cv2.perspectiveTransform(img[keep].reshape(-1, 1, 2), H).reshape(-1, 2) - mat[keep]
     return replace(det, homography=H, homography_inv=np.linalg.inv(H), all_image_points=det.all_image_points[keep],
-                   all_mat_points_mm=det.all_mat_points_mm[keep], rms_mm=float(np.sqrt(np.mean(np.sum(res ** 2, axis=1)))))
+                   all_mat_points_mm=det.all_mat_points_mm[keep], rms_mm=rms)
 
 
 def _camera_pose(det, K: np.ndarray) -> np.ndarray:

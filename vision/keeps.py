@@ -23,6 +23,11 @@ MIN_LEAN_PX = 6.0
 # double by an IoU lead under 0.08, 10 were single (4 of 129 read single that way were double). A double
 # reading's confidence is therefore judged on its lead less this much.
 DOUBLE_LEAD = 0.06
+# The most a keep whose height is in doubt is trusted (a cap on its confidence).
+HEIGHT_CAP = 0.25
+# Why a keep's height is a likely misread (FoundKeep.doubt), as the reader compares it with its colour's others.
+TALLER_THAN_ITS_COLOUR = "taller than its colour's others"
+BIGGER_THAN_ITS_COLOUR = "bigger than its colour's others"
 
 
 @dataclass
@@ -35,12 +40,16 @@ class FoundKeep:
     outline: np.ndarray  # image polygon of the chosen silhouette
     stacked: float = 0.0  # how much better two stacked keeps explain the blob than one (IoU difference)
     fill: float = 1.0  # the blob's area over a single keep's silhouette there (low: its sides were missed)
-    height_doubt: bool = False  # set by the reader: single or double is a likely misread (see pipeline.HEIGHT_DOUBT)
     lean: float = MIN_LEAN_PX  # pixels between where a single and a Double Keep's top would be seen there
     double_fill: float = 1.0  # the fill a Double Keep would show there (its silhouette's area over a single's)
     iou: float = 0.0  # how well the chosen silhouette covers the blob
     height_by_size: bool = False  # single or double read from the blob's size (heights_from_size), not its outline
-    doubt: str = ""  # why its height's confidence was lowered last, if it was (a name for benchmarks and debugging)
+    doubt: str = ""  # why its height's confidence was lowered last, if it was
+
+    @property
+    def height_doubt(self) -> bool:
+        """Single or double is a likely misread (weighed as pipeline.HEIGHT_DOUBT)."""
+        return self.doubt in (TALLER_THAN_ITS_COLOUR, BIGGER_THAN_ITS_COLOUR)
 
 
 # Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.
@@ -207,7 +216,7 @@ def heights_from_size(found: list[FoundKeep], *, min_keeps: int = 5, noise_floor
         # better than the outline does (on development renders), but not surely: no surer than the
         # outline's own reading when they agree, and weak when they do not.
         if double_log < min_separation * sigma or min(abs(lf - typical), abs(lf - typical - double_log)) > 3.0 * sigma:
-            k.confidence = min(k.confidence, by_outline[1] if by_outline[0] == k.double else 0.25)
+            k.confidence = min(k.confidence, by_outline[1] if by_outline[0] == k.double else HEIGHT_CAP)
             k.doubt = "sizes scatter"
     return found
 

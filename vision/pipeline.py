@@ -20,9 +20,10 @@ import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
+from scoring.findings import castle_parts
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import FoundKeep, Occluders, find_keeps
+from vision.keeps import BIGGER_THAN_ITS_COLOUR, HEIGHT_CAP, TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import ColourLayers, Masks, colour_layers, compute_masks, printed_mat
 from vision.overlay import OWNER_BGR, draw_overlay
@@ -61,7 +62,6 @@ UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short o
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
-KEEP_HEIGHT_CAP = 0.5 * KEEP_DOUBT  # the most a keep whose height is in doubt is trusted
 # On 66 development photos (the 28 read at 0.5 or more in the earlier sets, and seeds 170000-170039,
 # read at the nominal keep size) a Double Keep's blob was 1.62 times a single keep's (medians of 97 and
 # 829 keeps, each over a single keep's silhouette there); a keep this many times its colour's others is
@@ -528,12 +528,12 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
         typical = float(np.median([k.stacked for k in rest])) if len(rest) >= 2 else None
         for k in rest:
             if k.double:
-                k.confidence, k.doubt = min(k.confidence, KEEP_HEIGHT_CAP), "looked stacked, read single"
+                k.confidence, k.doubt = min(k.confidence, HEIGHT_CAP), "looked stacked, read single"
             k.double = False
         if top.stacked > 0:
             top.double = True
             if top.stacked - runner_up < clear_lead:
-                top.confidence, top.doubt = min(top.confidence, KEEP_HEIGHT_CAP), "stacked by a small lead"
+                top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), "stacked by a small lead"
             looked = sum(1 for k in ks if k.stacked > 0)
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",
@@ -542,22 +542,20 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             pass  # its size said single, and how surely is its confidence: the outline's rules below do not apply
         elif typical is not None and top.stacked - typical > stands_out and top.stacked > -stands_out:
             top.double = True
-            top.confidence, top.height_doubt = min(top.confidence, KEEP_HEIGHT_CAP), True
-            top.doubt = "taller than its colour's others"
+            top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), TALLER_THAN_ITS_COLOUR
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep looks clearly taller than the other {colour} keeps, so it was read as the Double Keep"})
         elif top.stacked > -stands_out:
             # Read single, but nearly as well explained stacked: a Double Keep seen from high up looks
             # like this, and missing it halves a courtyard's points.
-            top.confidence, top.doubt = min(top.confidence, KEEP_HEIGHT_CAP), "nearly stacked"
+            top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), "nearly stacked"
         biggest = max(ks, key=lambda k: k.fill)
         if not any(k.double for k in ks) and not biggest.height_by_size:  # (its size was weighed already)
             others = [k.fill for k in ks if k is not biggest]
             if len(others) < 2:  # too few of its colour to say what a single one looks like here
                 others = [k.fill for k in keeps if k is not biggest and not k.double]
             if others and biggest.fill >= larger * float(np.median(others)):
-                biggest.confidence, biggest.height_doubt = min(biggest.confidence, KEEP_HEIGHT_CAP), True
-                biggest.doubt = "bigger than its colour's others"
+                biggest.confidence, biggest.doubt = min(biggest.confidence, HEIGHT_CAP), BIGGER_THAN_ITS_COLOUR
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"one {colour} keep looks bigger than the others but not clearly stacked: "
                                          "it may be a Double Keep"})
@@ -653,34 +651,11 @@ class Assessment:
     findings: list[dict]
 
 
-def _element_points(el) -> set[tuple[int, int]]:
-    """The lattice points a tower stands on or a wall joins."""
-    return {el.key} if el.kind == "tower" else set(el.key)
-
-
 def _main_castle(fit: Fit) -> set[tuple[int, int]]:
     """The lattice points of the largest group of decided pieces joined to each other (rules.md G6)."""
-    parent: dict[tuple[int, int], tuple[int, int]] = {}
-
-    def root(p: tuple[int, int]) -> tuple[int, int]:
-        while parent.setdefault(p, p) != p:
-            parent[p] = parent[parent[p]]
-            p = parent[p]
-        return p
-
-    pieces = [el for el, a in zip(fit.elements, fit.decision.active) if a]
-    for el in pieces:
-        first, *rest = sorted(_element_points(el))
-        for q in rest:
-            parent[root(q)] = root(first)
-    size: dict[tuple[int, int], int] = {}
-    for el in pieces:
-        r = root(next(iter(_element_points(el))))
-        size[r] = size.get(r, 0) + 1
-    if not size:
-        return set()
-    biggest = max(size, key=size.get)
-    return {p for p in parent if root(p) == biggest}
+    castle, (ox, oy) = build_castle(fit, [])
+    parts = castle_parts(castle)
+    return {(x + ox, y + oy) for x, y in parts[0]} if parts else set()
 
 
 def _cut_off_side(region: np.ndarray) -> str | None:
@@ -699,13 +674,13 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     walls, a few lower the confidence and many make a refusal. (The minimum over all keeps refused
     every castle of two sets: one of its 24 keeps was always seen poorly.) A keep whose height is a
     likely misread weighs HEIGHT_DOUBT: one the reader doubted by comparing it with its colour's
-    others, and one whose height was read from its size at KEEP_HEIGHT_CAP or below (its size about
+    others, and one whose height was read from its size at HEIGHT_CAP or below (its size about
     midway between a single's and a double's, or sizes that scatter and an outline that disagrees). On
     50 development photos read at 0.3 or more (647 keeps; benchmarks.keep_heights), below KEEP_DOUBT:
     heights from size at the cap or below 7 wrong of 16, above it 1 of 12; doubted by comparison 4 of
     11; the other keeps 4 of 56.
     """
-    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= KEEP_HEIGHT_CAP) for k in keeps]
+    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) for k in keeps]
     weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     return float(0.85 ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 
@@ -733,8 +708,10 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     # "step back" would be the wrong advice. So do pieces beyond the edge that are not joined to the
     # castle (G6: one castle): grey beyond the table read as plastic (every "cut off" refusal of 800
     # renders, 36, had the castle well inside the photo); the rules judge those pieces below.
-    main = _main_castle(fit)
-    clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped and _element_points(el) & main]
+    clipped = [el for el, a in zip(fit.elements, fit.decision.active) if a and el.clipped]
+    if clipped:
+        main = _main_castle(fit)
+        clipped = [el for el in clipped if ({el.key} if el.kind == "tower" else set(el.key)) & main]
     if clipped:
         where = _cut_off_side(region & masks.grey)
         if where is None:

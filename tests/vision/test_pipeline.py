@@ -165,7 +165,7 @@ def test_too_dark_photo_is_refused_with_advice():
     assert reading.castle is None and "too dark" in reading.refusal
 
 
-def test_a_reading_far_from_an_answer_is_not_repeated_with_other_models(monkeypatch):
+def test_a_reading_far_from_an_answer_is_not_repeated_with_other_models(monkeypatch, tmp_path):
     # Where the first models' reading is refused far below the threshold, other models would not turn it
     # into an answer: the photo is not read again, which would double the time the user waits.
     import vision.pipeline
@@ -174,9 +174,11 @@ def test_a_reading_far_from_an_answer_is_not_repeated_with_other_models(monkeypa
     perceptron = PixelModels((SHIPPED_MODEL,), (SHIPPED_MODEL,))
     monkeypatch.setattr(vision.pipeline, "PIXEL_READINGS", vision.pipeline.PIXEL_READINGS[:1] + (perceptron,))
     img = (render(SMALL_CASTLE, elevation=90, size=(640, 480), distance=500, seed=6) * 0.08).astype(np.uint8)
-    reading = read_photo(encode_jpeg(img))
+    reading = read_photo(encode_jpeg(img), debug_dir=str(tmp_path))
     assert "too dark" in reading.refusal and reading.confidence < vision.pipeline.SECOND_LOOK
     assert reading.rectification["pixels_read_by"] == vision.pipeline.PIXEL_READINGS[0].describe()
+    # (A second reading would have left its images in reading_2, whatever refusal was reported.)
+    assert os.path.exists(tmp_path / "02_grey_mask.png") and not os.path.exists(tmp_path / "reading_2")
 
 
 def test_castle_cut_off_is_refused_with_the_side():
