@@ -87,14 +87,40 @@ def test_keeps_are_measured_without_a_shadow_tinted_like_them():
     _assert_footprints(m, {"keep": truth["keep"]}, abs_mm=1.0)
 
 
-def test_a_hard_shadow_is_refused_rather_than_measured():
-    # A lamp close by leaves the paper around the pieces in deep shadow, whose edges pass for a
-    # piece's: the user is told to light the mat evenly instead of getting a wrong size.
-    boxes, _ = _scene(1.0)
+LAMP = (60, 30, 0.8)  # a lamp 60 degrees up: deep shadows beside every piece
+
+
+def _lamp_photo():
     R, t = look_at((105, 148), 65, 300, 440)
-    photo = render_mat_view(K, R, t, SIZE, boxes=boxes, shadow=(60, 30, 0.8))
-    with pytest.raises(PieceMeasureError, match="shadow.*light the mat evenly"):
-        measure_pieces(photo, camera=CAMERA)
+    return render_mat_view(K, R, t, SIZE, boxes=_scene(1.0)[0], shadow=LAMP)
+
+
+def test_deep_shadows_the_fits_leave_out_are_measured_through():
+    # A lamp close by (or a window low in the sky, the only light in the room) leaves the paper
+    # beside the pieces in deep shadow. Such photos were refused for it (3 of 8 held-out renders in
+    # even light, session 11), though the fits leave the shadows out: the sizes are right, and the
+    # user is told about the shadows.
+    m = measure_pieces(_lamp_photo(), camera=CAMERA)
+    _assert_footprints(m, _scene(1.0)[1], abs_mm=1.0)
+    assert any("deep shadow" in n for n in m.notes)
+
+
+def test_keeps_measured_with_their_shadow_are_refused():
+    # Where a keep's fit took in its shadow, the shadow and not the keep set its size: fitted again
+    # with the shadowed paper shown as plain print, the keeps move back, and the photo is refused
+    # with the sizes and what to change. Fits that left the shadows out pass.
+    from calibration.pieces import _check_light, _fit_pieces
+
+    fitted = _fit_pieces(_lamp_photo(), CAMERA, None)
+    _check_light(fitted.fits, [], fitted.scene)
+    away = -np.array([math.cos(math.radians(LAMP[1])), math.sin(math.radians(LAMP[1]))])
+    for f in fitted.fits:
+        if f.kind == "keep":  # 3 mm into its shadow, which falls away from the lamp
+            f.length_mm += 3.0
+            f.width_mm += 3.0
+            f.centre_mm = tuple(np.asarray(f.centre_mm) + away * 1.5)
+    with pytest.raises(PieceMeasureError, match=r"shadows that were measured.*1[89]\.\d mm, 1[56]\.\d mm without.*light the mat evenly"):
+        _check_light(fitted.fits, [], fitted.scene)
 
 
 def test_keep_colours_are_named_and_measured_under_the_users_light():
