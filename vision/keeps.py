@@ -88,16 +88,17 @@ def _ious(polys: list[np.ndarray], blob: np.ndarray, bbox: tuple[int, int, int, 
     b = blob[y0:y1, x0:x1]
     in_view = None if hidden is None else ~hidden[y0:y1, x0:x1]
     tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    seen = tile.view(bool)  # (the silhouette is drawn as ones)
+    in_blob = np.count_nonzero(b)
     out = []
     for poly in polys:
-        tile[:] = 0
+        tile.fill(0)
         cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
-        seen = tile.astype(bool)
         if in_view is not None:
             seen &= in_view
         inter = np.count_nonzero(seen & b)
-        union = np.count_nonzero(seen | b)
-        out.append((float(inter) / max(1, union), int(np.count_nonzero(seen))))
+        in_seen = np.count_nonzero(seen)
+        out.append((float(inter) / max(1, in_seen + in_blob - inter), in_seen))
     return out
 
 

@@ -112,7 +112,7 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     bases = px[:, [0, 2, 4, 6]].mean(axis=1).tolist()  # the corners with z = 0
     # Each silhouette is drawn in a tile the size of its bounding box (fixed point, 2 fractional bits).
     fixed = (np.round(px * 4).astype(np.int32) - (clo * 4)[:, None, :].astype(np.int32))
-    tiles = (chi - clo + 1).tolist()
+    tiles = chi - clo + 1
     outside = np.any(chi < clo, axis=1)
     if support is not None:
         (x0, y0), (x1, y1) = clo.T, chi.T + 1
@@ -121,24 +121,31 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         favoured = support[y1, x1] - support[y0, x1] - support[y1, x0] + support[y0, x0]
         outside |= favoured <= 0
     outside = outside.tolist()
-    clo_l, clipped_l = clo.tolist(), clipped.tolist()
+    clipped_l = clipped.tolist()
+    origins = (clo[:, 1].astype(np.int64) * w + clo[:, 0]).tolist()  # flat index of each tile's corner
+    widths, heights = tiles[:, 0].tolist(), tiles[:, 1].tolist()
+    # One scratch canvas, a tile cut from it per candidate: this runs for some 500 candidates at each of
+    # ~35 lattices tried per photo, and allocating and indexing a fresh tile each time was a tenth of it.
+    scratch = np.zeros((max(1, *heights), max(1, *widths)), np.uint8)
+    no_pixels = np.zeros(0, np.int64)
     elements = []
     for n, (kind, key) in enumerate(keys):
         if outside[n]:
-            elements.append(Element(kind, key, np.zeros(0, np.int64), (0.0, 0.0), clipped_l[n]))
+            elements.append(Element(kind, key, no_pixels, (0.0, 0.0), clipped_l[n]))
             continue
-        idx = _tile_pixels(fixed[n], tiles[n], clo_l[n], w)
+        idx = _tile_pixels(fixed[n], scratch[:heights[n], :widths[n]], origins[n], w)
         elements.append(Element(kind, key, idx, (bases[n][0], bases[n][1]), clipped_l[n]))
     return elements
 
 
-def _tile_pixels(fixed: np.ndarray, size: list[int], origin: list[int], width: int) -> np.ndarray:
-    """Flat indices of the pixels inside the convex hull of `fixed` (corners in pixels relative to
-    `origin`, 2 fractional bits), drawn in a tile of `size` (w, h) at `origin` (x, y)."""
-    tile = np.zeros((size[1], size[0]), np.uint8)
+def _tile_pixels(fixed: np.ndarray, tile: np.ndarray, origin: int, width: int) -> np.ndarray:
+    """Flat image indices of the pixels inside the convex hull of `fixed` (corners in pixels relative to
+    the tile's corner, 2 fractional bits), drawn in `tile` (cleared first), whose corner is the image's
+    flat index `origin`."""
+    tile.fill(0)
     cv2.fillConvexPoly(tile, cv2.convexHull(fixed), 1, lineType=cv2.LINE_8, shift=2)
     rr, cc = np.nonzero(tile)
-    return (rr + origin[1]).astype(np.int64) * width + (cc + origin[0])
+    return rr.astype(np.int64) * width + cc + origin
 
 
 def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
@@ -152,7 +159,8 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
     hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
     if np.any(hi < lo):
         return np.zeros(0, np.int64)
-    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), (hi - lo + 1).tolist(), lo.tolist(), w)
+    tile = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
+    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), tile, int(lo[1]) * w + int(lo[0]), w)
 
 
 @dataclass
@@ -236,11 +244,19 @@ def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: t
     """Sum of `weight` (flat) under the union of the given pieces' silhouettes."""
     if not keys:
         return 0.0
+    h, w = shape
     px = cam.project(_all_corners(keys, dims)).reshape(len(keys), 8, 2)
-    canvas = np.zeros(shape, np.uint8)
-    for quad in np.round(px * 4).astype(np.int32):
+    # Drawn in the pieces' bounding box only: the search calls this hundreds of times per photo, and
+    # clearing and reading a whole photo-sized canvas each time cost more than drawing the pieces.
+    lo = np.maximum(np.floor(px.reshape(-1, 2).min(axis=0)).astype(int), 0)
+    hi = np.minimum(np.ceil(px.reshape(-1, 2).max(axis=0)).astype(int), [w - 1, h - 1])
+    if np.any(hi < lo):
+        return 0.0
+    canvas = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
+    for quad in np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32):
         cv2.fillConvexPoly(canvas, cv2.convexHull(quad), 1, lineType=cv2.LINE_8, shift=2)
-    return float(weight[canvas.ravel() > 0].sum())
+    window = weight.reshape(h, w)[lo[1]:hi[1] + 1, lo[0]:hi[0] + 1]
+    return float(window[canvas > 0].sum())
 
 
 def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
