@@ -498,17 +498,22 @@ APPEARANCE_STEP = 2
 APPEARANCE_TAU = 0.15
 
 
+def _bounds_around(box: np.ndarray, scene: _Scene, pad_mm: float) -> tuple[int, int, int, int]:
+    """Pixel bounds (x0, y0, x1, y1) of the rectified photo within `pad_mm` of a box's outline."""
+    corners = _box_corners(box, scene.nadir, scene.cam_z)
+    h, w = scene.labels.shape
+    x0, y0 = np.floor((corners.min(axis=0) - pad_mm) * RECT_PX_PER_MM).astype(int)
+    x1, y1 = np.ceil((corners.max(axis=0) + pad_mm) * RECT_PX_PER_MM).astype(int)
+    return max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+
+
 def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
     """The photo around a piece (box parameters `full`), sampled every APPEARANCE_STEP pixels:
     points (mat mm), colours scaled by the print's local black and white, the print as it should
     look there and its 3 x 3 range (the print may sit a pixel off the template); other pieces and
     their surroundings are left out. None if too little of the print is in view."""
     ppm = RECT_PX_PER_MM
-    corners = _box_corners(full, scene.nadir, scene.cam_z)
-    h, w = scene.labels.shape
-    x0, y0 = np.floor((corners.min(axis=0) - pad_mm) * ppm).astype(int)
-    x1, y1 = np.ceil((corners.max(axis=0) + pad_mm) * ppm).astype(int)
-    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    x0, y0, x1, y1 = _bounds_around(full, scene, pad_mm)
     if x1 - x0 < 8 or y1 - y0 < 8:
         return None
     sl = (slice(y0, y1, APPEARANCE_STEP), slice(x0, x1, APPEARANCE_STEP))
@@ -569,11 +574,15 @@ class _Grid:
         out[r0:r1, c0:c1] += c
 
 
+# How far around a piece its shadow is looked for (_deep_shadow, _shadow_shift).
+SHADOW_PAD_MM = 12.0
+
+
 def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
-    """Share of the white paper within 12 mm of a fitted piece (beyond 1 mm, where even soft light
-    leaves a contact shadow) darker than half the paper's white: a hard light's shadow."""
+    """Share of the white paper within SHADOW_PAD_MM of a fitted piece (beyond 1 mm, where even soft
+    light leaves a contact shadow) darker than half the paper's white: a hard light's shadow."""
     params = f.box
-    win = _window(f, scene, params, pad_mm=12.0)
+    win = _window(f, scene, params, pad_mm=SHADOW_PAD_MM)
     if win is None:
         return 0.0
     pts, norm, t = win[:3]
@@ -581,8 +590,18 @@ def _deep_shadow(f: PieceFit, scene: _Scene) -> float:
 
 
 def _deep_share(dist: np.ndarray, norm: np.ndarray, t: np.ndarray) -> float:
-    near_white = (dist > 1.0) & (t > 0.9)
-    return float(np.mean(norm[near_white].mean(axis=1) < 0.5)) if near_white.any() else 0.0
+    near_white = (dist > 1.0) & _white_print(t)
+    return float(np.mean(_deeply_dark(norm[near_white]))) if near_white.any() else 0.0
+
+
+def _white_print(t: np.ndarray) -> np.ndarray:
+    """Where the print (0..1, as it should look) is white paper."""
+    return t > 0.9
+
+
+def _deeply_dark(norm: np.ndarray) -> np.ndarray:
+    """Colours (scaled by the print's local black and white, last axis) darker than half the paper's white."""
+    return norm.mean(axis=-1) < 0.5
 
 
 @dataclass
@@ -764,11 +783,8 @@ def _shadow_shift(f: PieceFit, relit: _Scene) -> float:
     """How far (mm, new minus old length) piece `f`'s fitted size moves when it is fitted again with the paper in deep
     shadow around it shown as the print it covers (`relit`, _relit): a fit that took in its shadow
     moves back to the piece; a fit that left the shadow out stays. 0 when no such paper lies near it."""
-    pad = 12.0  # as _deep_shadow looks around a piece
-    ppm = RECT_PX_PER_MM
-    corners = _box_corners(f.box, relit.nadir, relit.cam_z)
-    (x0, y0), (x1, y1) = np.floor((corners.min(axis=0) - pad) * ppm).astype(int), np.ceil((corners.max(axis=0) + pad) * ppm).astype(int)
-    if not relit.deep_shadow[max(y0, 0):max(y1, 0), max(x0, 0):max(x1, 0)].any():
+    x0, y0, x1, y1 = _bounds_around(f.box, relit, SHADOW_PAD_MM)
+    if not relit.deep_shadow[y0:y1, x0:x1].any():
         return 0.0
     model = _appearance(f, relit)
     if model is None:
@@ -1088,7 +1104,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     _refit_by_kind(fits, nadir, cam_z)
     norm = (rect - black) / np.maximum(white - black, 20.0)
     scene = _Scene(norm, t01, labels, valid, nadir, cam_z, tuple(f.label for f in fits),
-                   shadow_like & (t01 > 0.9) & (norm.mean(axis=2) < 0.5))
+                   shadow_like & _white_print(t01) & _deeply_dark(norm))
     for f in fits:
         if f.kind == "keep":
             # Keeps stand out by their colour, so their outline is sure: the paper around it shows

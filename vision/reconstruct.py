@@ -125,7 +125,7 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     origins = (clo[:, 1].astype(np.int64) * w + clo[:, 0]).tolist()  # flat index of each tile's corner
     widths, heights = tiles[:, 0].tolist(), tiles[:, 1].tolist()
     # One scratch canvas, a tile cut from it per candidate: this runs for some 500 candidates at each of
-    # ~35 lattices tried per photo, and allocating and indexing a fresh tile each time was a tenth of it.
+    # ~35 lattices tried per photo, and allocating and indexing a fresh tile each time was an eighth of it.
     scratch = np.zeros((max(1, *heights), max(1, *widths)), np.uint8)
     no_pixels = np.zeros(0, np.int64)
     elements = []
@@ -152,15 +152,24 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
                height: float) -> np.ndarray:
     """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
     extents along i and j, height)."""
-    h, w = shape
     xy = np.asarray(centre, float) + BOX_SIGNS[:, :2] * np.asarray(half, float)
     px = cam.project(np.c_[xy, BOX_SIGNS[:, 2] * height])
-    lo = np.maximum(np.floor(px.min(axis=0)).astype(int), 0)
-    hi = np.minimum(np.ceil(px.max(axis=0)).astype(int), [w - 1, h - 1])
-    if np.any(hi < lo):
+    bounds = _pixel_bounds(px, shape)
+    if bounds is None:
         return np.zeros(0, np.int64)
+    lo, hi = bounds
     tile = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
-    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), tile, int(lo[1]) * w + int(lo[0]), w)
+    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), tile, int(lo[1]) * shape[1] + int(lo[0]), shape[1])
+
+
+def _pixel_bounds(px: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The first and last pixel (x, y) of the image (h, w) that image points (..., 2) span; None if
+    they lie wholly outside it."""
+    h, w = shape
+    pts = px.reshape(-1, 2)
+    lo = np.maximum(np.floor(pts.min(axis=0)).astype(int), 0)
+    hi = np.minimum(np.ceil(pts.max(axis=0)).astype(int), [w - 1, h - 1])
+    return None if np.any(hi < lo) else (lo, hi)
 
 
 @dataclass
@@ -244,18 +253,17 @@ def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: t
     """Sum of `weight` (flat) under the union of the given pieces' silhouettes."""
     if not keys:
         return 0.0
-    h, w = shape
     px = cam.project(_all_corners(keys, dims)).reshape(len(keys), 8, 2)
     # Drawn in the pieces' bounding box only: the search calls this hundreds of times per photo, and
     # clearing and reading a whole photo-sized canvas each time cost more than drawing the pieces.
-    lo = np.maximum(np.floor(px.reshape(-1, 2).min(axis=0)).astype(int), 0)
-    hi = np.minimum(np.ceil(px.reshape(-1, 2).max(axis=0)).astype(int), [w - 1, h - 1])
-    if np.any(hi < lo):
+    bounds = _pixel_bounds(px, shape)
+    if bounds is None:
         return 0.0
+    lo, hi = bounds
     canvas = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
     for quad in np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32):
         cv2.fillConvexPoly(canvas, cv2.convexHull(quad), 1, lineType=cv2.LINE_8, shift=2)
-    window = weight.reshape(h, w)[lo[1]:hi[1] + 1, lo[0]:hi[0] + 1]
+    window = weight.reshape(shape)[lo[1]:hi[1] + 1, lo[0]:hi[0] + 1]
     return float(window[canvas > 0].sum())
 
 
