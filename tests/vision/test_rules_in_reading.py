@@ -37,6 +37,29 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
 
 
+def test_a_barely_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent():
+    from vision.pipeline import build_castle, drop_walls_at_blocked_ends
+
+    # A long wall (0,0)-(2,0), plainly seen, and a short wall from its middle to (1,1) that the photo
+    # barely shows (the strip of table behind a wall, seen obliquely); no tower at (1,0) (G4).
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.8), (2, 0): (True, 0.9), (1, 1): (True, 0.9)}
+    edges = {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (2, 0)): (True, 0.85), ((1, 0), (1, 1)): (True, 0.04)}
+    fit = _fit_with_edges(towers, edges)
+    notes = drop_walls_at_blocked_ends(fit)
+    assert sorted((w.a, w.b) for w in build_castle(fit, [])[0].walls) == [((0, 0), (2, 0))]
+    assert [n["rule"] for n in notes] == ["G4"] and "[1, 0]-[1, 1]" in notes[0]["message"]
+    # Seen as clearly as the long wall, the conflict is not the photo's to settle: it stays, for the
+    # self-check to report and the confidence to count.
+    edges[((1, 0), (1, 1))] = (True, 0.7)
+    clear = _fit_with_edges(towers, edges)
+    assert drop_walls_at_blocked_ends(clear) == [] and clear.decision.active[-1]
+    # With a tower where they meet, three walls are a T: nothing to settle.
+    towers[(1, 0)] = (True, 0.9)
+    edges[((1, 0), (1, 1))] = (True, 0.04)
+    tee = _fit_with_edges(towers, edges)
+    assert drop_walls_at_blocked_ends(tee) == [] and tee.decision.active[-1]
+
+
 def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
     from vision.pipeline import build_castle, complete_long_walls
 
