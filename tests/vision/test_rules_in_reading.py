@@ -147,6 +147,24 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
+def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic():
+    from vision.pipeline import build_castle, extend_walls_from_towers
+
+    # A short wall from the tower at (0,0) ending free at (1,0), decided absent (its box over the whole
+    # step counts a tower's half-width of table at its free end against it). Judged as it stands, it
+    # shows plastic, and a castle of one tower is short of walls: it is read.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    short_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, short_wall], {(0, 0): True})
+    notes = extend_walls_from_towers(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
+    assert len(notes) == 1 and "[1, 0]" in notes[0]["message"]
+    # Only table beside the tower: no wall is made up.
+    bare = _top_down_fit([tower], {(0, 0): True})
+    assert extend_walls_from_towers(bare, []) == [] and build_castle(bare, [])[0].walls == ()
+
+
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"):
     from vision.keeps import FoundKeep
 
