@@ -433,6 +433,7 @@ def extend_walls_from_towers(fit: Fit, keeps: list[FoundKeep], min_evidence: flo
     ends = _wall_ends(fit)
     cover = fit.cover()
     start_at, stop_at = d.tower_half, 1.0 - d.tower_half  # along the step, the wall as it stands
+    middle, half_length = (start_at + stop_at) / 2, (stop_at - start_at) / 2
     seen = []
     for i, el in enumerate(fit.elements):
         if active[i] or el.kind != "edge" or len(el.idx) == 0 or (el.key[0] in towers) == (el.key[1] in towers):
@@ -441,9 +442,8 @@ def extend_walls_from_towers(fit: Fit, keeps: list[FoundKeep], min_evidence: flo
         if free in ends:
             continue
         dx, dy = free[0] - start[0], free[1] - start[1]
-        middle = (start_at + stop_at) / 2
         evidence, in_view = fit.evidence_in_view((start[0] + dx * middle, start[1] + dy * middle),
-                                                 d.wall_extent(dx != 0, (stop_at - start_at) / 2), d.wall_h, cover)
+                                                 d.wall_extent(dx != 0, half_length), d.wall_h, cover)
         if in_view >= min_view and evidence > min_evidence:
             seen.append((-evidence, i, start, free))
     if not seen:
