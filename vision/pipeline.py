@@ -254,7 +254,7 @@ def lattice_from_pose(pose: TablePose, mask: np.ndarray, *, pitch_mm_range: tupl
 
 def build_castle(fit: Fit, keeps: list[FoundKeep]):
     """Turn the decided sites and edges into a scoring.Castle (long walls where no tower splits a run)."""
-    towers = {el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"}
+    towers = _decided_towers(fit)
     edges = sorted(el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "edge")
     edge_set, used, walls = set(edges), set(), []
     for p, q in edges:
@@ -292,15 +292,29 @@ def _rule_problems(castle) -> int:
     return sum(1 for f in found if f.severity == "violation" or (f.rule == "components" and f.severity == "warning"))
 
 
+def _decided_towers(fit: Fit) -> set[tuple[int, int]]:
+    """The lattice points where a tower is decided."""
+    return {el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"}
+
+
+def _walls_at(fit: Fit) -> dict[tuple[int, int], list[int]]:
+    """Per lattice point, the decided walls (element indices) ending there."""
+    walls: dict[tuple[int, int], list[int]] = {}
+    for i, (el, a) in enumerate(zip(fit.elements, fit.decision.active)):
+        if a and el.kind == "edge":
+            for end in el.key:
+                walls.setdefault(end, []).append(i)
+    return walls
+
+
 def _wall_ends(fit: Fit) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """Per lattice point, the directions in which decided walls leave it."""
     ends: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for el, a in zip(fit.elements, fit.decision.active):
-        if a and el.kind == "edge":
-            p, q = el.key
-            d = (q[0] - p[0], q[1] - p[1])
-            ends.setdefault(p, []).append(d)
-            ends.setdefault(q, []).append((-d[0], -d[1]))
+    for point, walls in _walls_at(fit).items():
+        for i in walls:
+            p, q = fit.elements[i].key
+            far = q if p == point else p
+            ends.setdefault(point, []).append((far[0] - point[0], far[1] - point[1]))
     return ends
 
 
@@ -341,19 +355,14 @@ def drop_walls_at_blocked_ends(fit: Fit, barely: float = PIECE_MARGIN) -> list[d
 
     Seen obliquely, the narrow strips of table between parallel walls look like plastic (the near
     wall's leaning top and the far wall's face fill them), and a short wall across such a strip explains
-    those pixels; it then ends under the middle of a long wall that the photo shows plainly (on the
-    sample photos such walls had margins of 0 to 0.07 against 0.36 to 0.95 for the walls they met).
+    those pixels; it then ends under the middle of a long wall that the photo shows plainly (on sample
+    photo_010 the 10 such walls had margins of 0 to 0.07 against 0.36 to 0.95 for the walls they met).
     Towers the walls call for and the photo does not rule out were added before (add_required_towers).
     """
     active, margin = fit.decision.active, fit.decision.margin
-    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
-    at_point: dict[tuple[int, int], list[int]] = {}
-    for i, (el, a) in enumerate(zip(fit.elements, active)):
-        if a and el.kind == "edge":
-            for end in el.key:
-                at_point.setdefault(end, []).append(i)
+    towers = _decided_towers(fit)
     notes = []
-    for point, walls in sorted(at_point.items()):
+    for point, walls in sorted(_walls_at(fit).items()):
         walls = [i for i in walls if active[i]]  # (a wall read as absent at its other end is gone)
         if point in towers or len(walls) < 3:
             continue
@@ -381,7 +390,7 @@ def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) 
     """
     active, margin = fit.decision.active, fit.decision.margin
     cover = fit.cover()
-    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    towers = _decided_towers(fit)
     joined = []
     for i, el in enumerate(fit.elements):
         if active[i] or el.kind != "edge" or len(el.idx) == 0 or not all(end in towers for end in el.key):
@@ -429,7 +438,7 @@ def extend_walls_from_towers(fit: Fit, keeps: list[FoundKeep], min_evidence: flo
     if fit.weight is None:
         return []
     active, d = fit.decision.active, fit.dims
-    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    towers = _decided_towers(fit)
     ends = _wall_ends(fit)
     cover = fit.cover()
     start_at, stop_at = d.tower_half, 1.0 - d.tower_half  # along the step, the wall as it stands
@@ -481,7 +490,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     """
     active, margin, d = fit.decision.active, fit.decision.margin, fit.dims
     index = {(el.kind, el.key): i for i, el in enumerate(fit.elements)}
-    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    towers = _decided_towers(fit)
     ends = _wall_ends(fit)
     cover = fit.cover() if fit.weight is not None else None
     reach = 0.5 - d.tower_half / 2  # half the length of a long wall's half, from its middle to a tower's face
@@ -536,7 +545,7 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
         return []
     active = fit.decision.active
     ends = _wall_ends(fit)
-    towers = {el.key for el, a in zip(fit.elements, active) if a and el.kind == "tower"}
+    towers = _decided_towers(fit)
     candidates = []
     for i, el in enumerate(fit.elements):
         dirs = ends.get(el.key, []) if el.key in towers else []
