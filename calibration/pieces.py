@@ -696,21 +696,21 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
 
 def _appearance_search(model: _Appearance, starts: list[np.ndarray]):
     """Nelder-Mead from each start (fit parameters), then again from the best: the lowest cost."""
-    steps = _simplex_steps(model.square)
+    return _lowest_cost_search(model.cost, starts, _simplex_steps(model.square))
 
-    def simplex_search(start):
-        return _simplex_search(model.cost, start, steps)
 
+def _lowest_cost_search(cost: Callable[[np.ndarray], float], starts: list[np.ndarray], steps: np.ndarray):
+    """_simplex_search from each start, then again from the best: the lowest cost."""
     best = None
     for i, start in enumerate(starts):
         if any(np.array_equal(start, earlier) for earlier in starts[:i]):
             continue  # (a square piece's start with the spec's height is its proportional start)
-        res = simplex_search(start)
+        res = _simplex_search(cost, start, steps)
         if best is None or res.fun < best.fun:
             best = res
     # A simplex search can shrink before it gets to the bottom of a long valley (a long wall's
     # length against its height): search again from where it stopped.
-    again = simplex_search(best.x)
+    again = _simplex_search(cost, best.x, steps)
     return again if again.fun < best.fun else best
 
 
@@ -1464,10 +1464,7 @@ def _held_height_fit(f: PieceFit, scene: _Scene, height: float):
     def cost(q: np.ndarray) -> float:
         return model.cost(np.append(q, height))
 
-    steps = _simplex_steps(False)[:5]
-    res = _simplex_search(cost, now[:5], steps)
-    again = _simplex_search(cost, res.x, steps)  # (as _appearance_search: once more from where it stopped)
-    res = again if again.fun < res.fun else res
+    res = _lowest_cost_search(cost, [now[:5]], _simplex_steps(False)[:5])
     return res.fun - model.cost(now), model, np.append(res.x, height)
 
 
