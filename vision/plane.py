@@ -126,6 +126,18 @@ def _vp_consistency(segs: np.ndarray, vp: np.ndarray) -> np.ndarray:
     return np.abs(np.arctan2(np.abs(cross), np.abs(dot)))
 
 
+def _vp_consistency_many(segs: np.ndarray, vps: np.ndarray) -> np.ndarray:
+    """_vp_consistency for many vanishing points (M, 3) at once: (N segments, M)."""
+    d = (segs[:, 2:] - segs[:, :2])[:, None, :]
+    mid = ((segs[:, :2] + segs[:, 2:]) / 2)[:, None, :]
+    at_infinity = np.abs(vps[:, 2]) < 1e-9
+    finite = np.where(at_infinity, 1.0, vps[:, 2])
+    to_vp = np.where(at_infinity[None, :, None], vps[None, :, :2], vps[None, :, :2] / finite[None, :, None] - mid)
+    cross = d[..., 0] * to_vp[..., 1] - d[..., 1] * to_vp[..., 0]
+    dot = d[..., 0] * to_vp[..., 0] + d[..., 1] * to_vp[..., 1]
+    return np.abs(np.arctan2(np.abs(cross), np.abs(dot)))
+
+
 def _refine_vp(segs: np.ndarray, weights: np.ndarray) -> np.ndarray:
     p1 = np.c_[segs[:, :2], np.ones(len(segs))]
     p2 = np.c_[segs[:, 2:], np.ones(len(segs))]
@@ -155,21 +167,22 @@ def find_vanishing_points(segs: np.ndarray, k: int = 3, tol_deg: float = 1.5, it
         if len(idx) < 4:
             break
         prob = length[idx] / length[idx].sum()
-        best, best_score = None, 0.0
-        for _ in range(iters):
-            a, b = rng.choice(idx, 2, replace=False, p=prob)
-            (a0, a1, a2), (b0, b1, b2) = lines[a], lines[b]  # their cross product (np.cross costs more than the sums)
-            vp = np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-            n = np.linalg.norm(vp)
-            if n < 1e-12:
-                continue
-            vp = vp / n
-            inl = remaining & (_vp_consistency(segs, vp) < tol)
-            score = float(length[inl].sum())
-            if score > best_score:
-                best, best_score = vp, score
-        if best is None:
+        pairs = np.array([rng.choice(idx, 2, replace=False, p=prob) for _ in range(iters)])
+        # Every hypothesis is tested against every segment at once (one call per hypothesis was 13 % of a
+        # photo's time); the first of the best wins, as when they were tried one by one.
+        (a0, a1, a2), (b0, b1, b2) = lines[pairs[:, 0]].T, lines[pairs[:, 1]].T
+        vps = np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", vps, vps))
+        usable = norms >= 1e-12
+        vps[usable] /= norms[usable, None]
+        scores = np.zeros(iters)
+        for lo in range(0, iters, 100):
+            chunk = np.nonzero(usable[lo:lo + 100])[0] + lo
+            inl = remaining[:, None] & (_vp_consistency_many(segs, vps[chunk]) < tol)
+            scores[chunk] = np.where(inl, length[:, None], 0.0).sum(axis=0)
+        if not np.any(scores > 0.0):
             break
+        best = vps[int(np.argmax(scores))]
         inl = remaining & (_vp_consistency(segs, best) < tol)
         vp = _refine_vp(segs[inl], length[inl])
         inl = remaining & (_vp_consistency(segs, vp) < tol)
