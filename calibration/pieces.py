@@ -36,8 +36,10 @@ G3), and both walls are one moulding (one thickness). When the sizes would be re
 fitted again from the lengths the others give it (G3, and the spec's proportions to each), and a new
 fit is kept only where the photo fits it better (_agree_with_set): the appearance fit can settle in a
 local minimum (a tower shrunk to its lit top, a wall a merlon off), and more than one piece at once.
-Before that, walls of clearly different heights are fitted as one moulding (_one_wall_height): a
-wall's height and length trade off in a view, and a wall fitted too high comes out too short.
+Before that, the walls are fitted as one moulding: a wall's height and length trade off in a view,
+and a wall fitted too high comes out too short. Walls of clearly different heights are refitted at
+the height of the one whose top was seen (_one_wall_height); otherwise both are fitted again with the
+one height the photo of both prefers (_joint_wall_height).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
@@ -928,6 +930,7 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
     fits, notes = fitted.fits, fitted.notes
     _check_light(fits, notes, fitted.scene)
     _one_wall_height(fits, fitted.scene, notes)
+    _joint_wall_height(fits, fitted.scene, notes)
     _agree_with_set(fits, fitted.scene, notes)
     _check_shapes(fits)
     _check_heights(fits)
@@ -1451,6 +1454,52 @@ def _one_wall_height(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> N
     notes.append(f"the {name} measured {old[1]:.1f} mm high beside a {other.height_mm:.1f} mm high "
                  f"{other.kind.replace('_', ' ')}; fitted at that height it is {suspect.length_mm:.1f} mm long "
                  f"(was {old[0]:.1f} mm)")
+
+
+# The joint height search (_joint_wall_height) tries the walls' mean height and this far (mm) above
+# and below it, or further when the walls are further apart: far enough that the photo's cost
+# rises measurably (a wall's cost changes by tens of units per 2 mm on the development renders)
+# and a parabola through the three places the minimum between them.
+JOINT_HEIGHT_STEP_MM = 2.0
+
+
+def _joint_wall_height(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
+    """Fit the two walls with one height, the one the photo of both prefers (walls are one
+    moulding). A view fixes where a wall's top ends more than its height and length apart: a wall
+    fitted h mm too high comes out about L * h / (camera height - h) short (0.23 mm per mm on the
+    development renders' long walls, 0.11 mm on the short walls: the trade-off grows with the
+    length). Each wall's own fit can settle along that valley, and a long wall 4 mm high passed
+    1.2-1.4 mm short (held-out 2501 in session 13, under WALL_HEIGHT_TOLERANCE_MM). Fitted with one
+    height, each wall's height is pinned by the other's evidence too: the summed cost of both walls
+    held at three heights (_held_height_fit) is interpolated by a parabola and both walls are
+    fitted again at its minimum. Walls further apart than WALL_HEIGHT_TOLERANCE_MM are left to
+    _one_wall_height and the set check (one wall's top was not seen at all)."""
+    _, short, long_ = _grey_by_kind(fits)
+    if abs(short.height_mm - long_.height_mm) > WALL_HEIGHT_TOLERANCE_MM:
+        return
+    mean = (short.height_mm + long_.height_mm) / 2
+    step = max(JOINT_HEIGHT_STEP_MM, abs(short.height_mm - long_.height_mm) / 2 + 1.0)
+    heights = np.array([mean - step, mean, mean + step])
+    rise = np.zeros(3)
+    for f in (short, long_):
+        for i, h in enumerate(heights):
+            held = _held_height_fit(f, scene, float(h))
+            if held is None:
+                return
+            rise[i] += held[0]
+    a, b, _ = np.polyfit(heights, rise, 2)
+    # A parabola opening down (noise on a flat cost) has no minimum between: take the best tried.
+    best = -b / (2 * a) if a > 0 else heights[int(np.argmin(rise))]
+    best = float(np.clip(best, heights[0], heights[-1]))
+    old = {f.kind: (f.length_mm, f.height_mm) for f in (short, long_)}
+    for f in (short, long_):
+        held = _held_height_fit(f, scene, best)
+        if held is None:
+            return
+        _apply_appearance(f, held[1], held[2])
+    notes.append("the walls were fitted with one height, " + ", ".join(
+        f"the {f.kind.replace('_', ' ')} {old[f.kind][1]:.1f} -> {f.height_mm:.1f} mm high and "
+        f"{old[f.kind][0]:.1f} -> {f.length_mm:.1f} mm long" for f in (short, long_)))
 
 
 def _held_height_fit(f: PieceFit, scene: _Scene, height: float):

@@ -403,3 +403,23 @@ def test_a_wall_fitted_too_high_is_fitted_again_at_the_other_walls_height(kind):
     for f in walls.values():
         assert f.length_mm == pytest.approx(truth[f.kind][0], abs=1.0), f.kind
         assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
+
+
+def test_walls_within_the_height_tolerance_are_fitted_with_one_height():
+    # Below the tolerance the walls' heights still trade against their lengths: a long wall 4 mm high
+    # passed 1.2-1.4 mm short in session 13's held-out photos (2501), the short wall near its height,
+    # and every check passed it. Walls are one moulding: both are fitted again with the one height
+    # the photo of both prefers, and the long wall's length comes back.
+    from calibration.pieces import _grey_by_kind, _joint_wall_height, _set_problem
+
+    fitted, truth = _fitted_set()
+    walls = {f.kind: f for f in _grey_by_kind(fitted.fits)[1:]}
+    _wall_too_high(walls["long_wall"], rise_mm=4.0, short_mm=1.5)
+    assert _set_problem(fitted.fits) is None  # as pushed, the sizes would be written to a profile
+    assert abs(walls["long_wall"].length_mm - truth["long_wall"][0]) > 1.0
+    _joint_wall_height(fitted.fits, fitted.scene, fitted.notes)
+    assert walls["short_wall"].height_mm == pytest.approx(walls["long_wall"].height_mm)
+    assert _set_problem(fitted.fits) is None
+    for f in walls.values():
+        assert f.length_mm == pytest.approx(truth[f.kind][0], abs=1.0), f.kind
+        assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
