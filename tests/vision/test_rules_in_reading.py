@@ -109,18 +109,19 @@ def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_
     assert complete_long_walls(tower_likelier, []) == [] and not tower_likelier.decision.active[-1]
 
 
-def _top_down_fit(plastic: list[tuple[tuple[float, float], tuple[float, float], float]], active: dict) -> Fit:
-    """A fit seen from straight above (lattice units), its evidence +1 exactly where the given boxes
-    (centre, half extents, height) stand; `active`: element key -> decided present."""
+def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) -> Fit:
+    """A fit seen from straight above (lattice units), its evidence +1 (or the box's own, a fourth item)
+    exactly where the given boxes (centre, half extents, height) stand and `table` elsewhere; `active`:
+    element key -> decided present."""
     from vision.camera import Camera
     from vision.reconstruct import box_pixels, build_elements
 
     shape = (120, 240)
     R = np.diag([1.0, -1.0, -1.0])
     cam = Camera(np.array([[60.0, 0, 120], [0, 60.0, 60], [0, 0, 1]]), R, -R @ np.array([1.0, 0.0, 8.0]))
-    weight = -np.ones(shape[0] * shape[1], np.float32)
-    for centre, half, height in plastic:
-        weight[box_pixels(cam, shape, centre, half, height)] = 1.0
+    weight = np.full(shape[0] * shape[1], table, np.float32)
+    for centre, half, height, *seen_as in plastic:
+        weight[box_pixels(cam, shape, centre, half, height)] = seen_as[0] if seen_as else 1.0
     elements = build_elements(cam, shape, [(i, j) for i in range(3) for j in (-1, 0, 1)], Dims())
     decided = np.array([active.get(el.key, False) for el in elements])
     return Fit(lattice=None, cam=cam, dims=Dims(), elements=elements, decision=Decision(decided, np.full(len(elements), 0.9), 0.0),
@@ -163,6 +164,26 @@ def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic()
     # Only table beside the tower: no wall is made up.
     bare = _top_down_fit([tower], {(0, 0): True})
     assert extend_walls_from_towers(bare, []) == [] and build_castle(bare, [])[0].walls == ()
+
+
+def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
+    from vision.pipeline import build_castle, extend_walls_from_towers
+
+    # A lone wall at the castle's edge that the pixel models see at half certainty (evidence 0) on a
+    # table they clearly tell apart (-1): plastic where it stands, table either side of it. It is read.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    faint_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h, 0.0)
+    fit = _top_down_fit([tower, faint_wall], {(0, 0): True})
+    notes = extend_walls_from_towers(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))] and len(notes) == 1
+    # The same wall on a table the models half take for plastic (a gingham's white squares, evidence
+    # -0.3) stands out too little from it, and so does a step seen as barely more than plain table (-0.6
+    # on -1): neither is read.
+    for wall_seen, table in ((0.0, -0.3), (-0.6, -1.0)):
+        wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h, wall_seen)
+        fit = _top_down_fit([tower, wall], {(0, 0): True}, table=table)
+        assert extend_walls_from_towers(fit, []) == [] and build_castle(fit, [])[0].walls == ()
 
 
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"):
