@@ -396,6 +396,24 @@ def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
     assert HEIGHT_DOUBT < keeps_factor(poorly) < 1.0
 
 
+def test_two_mild_doubts_are_answered_but_a_keep_height_in_doubt_is_refused():
+    from vision.keeps import TALLER_THAN_ITS_COLOUR
+    from vision.pipeline import CONFIDENCE_THRESHOLD, PIECES_SETTLED_BY_COUNTS, keeps_factor
+
+    sure, weak = _keep(0.9, -0.3), _keep(0.3, -0.3)
+    # Two keeps seen weakly, or one in a castle whose weakly seen pieces the counts settled: on four
+    # sets of new renders every such reading scored exactly, so the player gets the score.
+    assert keeps_factor([sure, weak, weak]) >= CONFIDENCE_THRESHOLD
+    assert PIECES_SETTLED_BY_COUNTS * keeps_factor([sure, weak]) >= CONFIDENCE_THRESHOLD
+    # A keep read double only because it looked taller than its colour's others: a Double Keep is the
+    # likeliest misread of all (it halves or doubles a courtyard), so even alone it refuses.
+    doubted = _keep(0.9, -0.3)
+    doubted.doubt = TALLER_THAN_ITS_COLOUR
+    assert keeps_factor([sure, doubted]) < CONFIDENCE_THRESHOLD
+    # And three weak keeps are too many.
+    assert keeps_factor([weak, weak, weak]) < CONFIDENCE_THRESHOLD
+
+
 def test_a_refusal_says_which_way_to_move_the_camera():
     # Photos read best from 60-75 degrees (vision.pipeline.BEST_ELEVATION_DEG): a reading refused from
     # straight above asks for a lower photo, one refused from low down a higher one.
