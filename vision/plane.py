@@ -113,21 +113,9 @@ def _segments(segs: np.ndarray, region: np.ndarray, min_len: float) -> np.ndarra
     return segs[(length >= min_len) & inside]
 
 
-def _vp_consistency(segs: np.ndarray, vp: np.ndarray) -> np.ndarray:
-    """Angle (radians) between each segment and the direction from its midpoint to the vanishing point."""
-    d = segs[:, 2:] - segs[:, :2]
-    mid = (segs[:, :2] + segs[:, 2:]) / 2
-    if abs(vp[2]) < 1e-9:
-        to_vp = np.broadcast_to(vp[:2], mid.shape)
-    else:
-        to_vp = vp[:2] / vp[2] - mid
-    cross = d[:, 0] * to_vp[:, 1] - d[:, 1] * to_vp[:, 0]
-    dot = np.sum(d * to_vp, axis=1)
-    return np.abs(np.arctan2(np.abs(cross), np.abs(dot)))
-
-
-def _vp_consistency_many(segs: np.ndarray, vps: np.ndarray) -> np.ndarray:
-    """_vp_consistency for many vanishing points (M, 3) at once: (N segments, M)."""
+def _vp_consistency(segs: np.ndarray, vps: np.ndarray) -> np.ndarray:
+    """Angle (radians) between each segment and the direction from its midpoint to each vanishing point
+    (M, 3): (N segments, M)."""
     d = (segs[:, 2:] - segs[:, :2])[:, None, :]
     mid = ((segs[:, :2] + segs[:, 2:]) / 2)[:, None, :]
     at_infinity = np.abs(vps[:, 2]) < 1e-9
@@ -197,14 +185,14 @@ def find_vanishing_points(segs: np.ndarray, k: int = 3, tol_deg: float = 1.5, it
         scores = np.zeros(iters)
         for lo in range(0, iters, 100):
             chunk = np.nonzero(usable[lo:lo + 100])[0] + lo
-            inl = remaining[:, None] & (_vp_consistency_many(segs, vps[chunk]) < tol)
+            inl = remaining[:, None] & (_vp_consistency(segs, vps[chunk]) < tol)
             scores[chunk] = np.where(inl, length[:, None], 0.0).sum(axis=0)
         if not np.any(scores > 0.0):
             break
         best = vps[int(np.argmax(scores))]
-        inl = remaining & (_vp_consistency(segs, best) < tol)
+        inl = remaining & (_vp_consistency(segs, best[None])[:, 0] < tol)
         vp = _refine_vp(segs[inl], length[inl])
-        inl = remaining & (_vp_consistency(segs, vp) < tol)
+        inl = remaining & (_vp_consistency(segs, vp[None])[:, 0] < tol)
         out.append((vp, float(length[inl].sum()), inl))
         remaining &= ~inl
     return out
