@@ -66,6 +66,7 @@ PIECE_MARGIN = 0.1
 # above the table strip beside it: evidence this much above the strip's (extend_walls_from_towers has
 # the measurements; as evidence is at least -1, such a step's own is above -0.4, never plain table).
 WALL_CONTRAST = 0.6
+WEAK_KEEP = 0.85  # the keeps factor per keep read with less confidence than KEEP_DOUBT (keeps_factor)
 PIECES_SETTLED_BY_COUNTS = 0.85  # the pieces factor at least, when a reading passes every rule with its sets' counts
 UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short of its boxes: likely a misread
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
@@ -824,7 +825,7 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     """
     in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) for k in keeps]
     weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
-    return float(0.85 ** weak * HEIGHT_DOUBT ** sum(in_doubt))
+    return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 
 
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
