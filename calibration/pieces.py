@@ -25,6 +25,12 @@ surely not, and undecided grey-on-white ones). The print's white strips darkened
 differ from the print between the print's own edges, are left out before pieces are found
 (_drop_print_in_shadow): they joined pieces standing apart into one.
 
+Parts seen are grouped into pieces by distance first (_join_grey_parts); when that does not give
+the three grey pieces, by what a piece's outline can be (_regroup): convex, the camera's projection of
+a box no bigger than a piece of the set. A region no such box explains is two pieces touching in the
+view and is split where it narrows; a grey part that makes a keep-sized box with a keep is the keep's
+side in shade; grey parts that one box explains together join, however far apart.
+
 Grey pieces, named from those first fits (the squarest is the tower), are then fitted to the photo
 itself (_refine_by_appearance): each visible face has a colour of its own, the print outside looks as
 printed. Grey on the print's black or white, which no threshold separates, still says where a face is
@@ -1049,7 +1055,9 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     balanced = np.clip(rect / np.maximum(white, 1.0) * 0.92, 0, 1)
     lab_bal = color.rgb2lab(balanced[:, :, ::-1])
     lab_raw = color.rgb2lab(np.clip(rect[:, :, ::-1] / 255.0, 0, 1))
-    labels = _join_grey_parts(labels, np.hypot(lab_bal[..., 1], lab_bal[..., 2]), solid_sure)
+    chroma_map = np.hypot(lab_bal[..., 1], lab_bal[..., 2])
+    labels = _join_grey_parts(labels, chroma_map, solid_sure)
+    labels, keep_labels = _regroup(labels, chroma_map, solid_sure, nadir, cam_z)
 
     # The strip along the sheet's edge (and the photo's) where the photo is not compared with the
     # print. A region reaching it was seen only in part: from a low camera a piece's top, or its
@@ -1084,7 +1092,8 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         inner = ndimage.binary_erosion(comp[r0:r1, c0:c1], iterations=int(1.5 * ppm))
         win = lab_bal[r0:r1, c0:c1]
         chroma = float(np.median(np.hypot(win[..., 1], win[..., 2])[inner])) if inner.any() else 0.0
-        is_keep = chroma >= KEEP_MIN_CHROMA
+        # A keep that took in its side in shade (grey, _regroup) is still a keep.
+        is_keep = chroma >= KEEP_MIN_CHROMA or region.label in keep_labels
         params, iou = _fit_box(poly, nadir, cam_z, square=False)
         if not is_keep and params[3] > 2.5 * params[4]:
             # Long and thin: a wall. A box stretched over its narrower end tabs would cover print
@@ -1188,7 +1197,8 @@ def _footprint_on_sheet(params: np.ndarray, valid: np.ndarray) -> bool:
     return bool(on_image.all() and valid[px[:, 1], px[:, 0]].all())
 
 
-# Parts of grey pieces further apart than this are never one piece (pieces stand apart).
+# Parts of grey pieces further apart than this are not joined by distance alone (pieces stand
+# apart); _regroup may join them when the three grey pieces are not found otherwise.
 MAX_PART_GAP_MM = 12.0
 
 
@@ -1246,6 +1256,158 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
         grey[other] = np.vstack([grey[other], grey.pop(small)])
         area[other] += area.pop(small)
     return labels
+
+
+# How much bigger than the spec's (NOMINAL_MM) a piece of a set may be: the spec's sizes are
+# estimates and a set may differ from them by up to 20 % (pieces-and-photos.md); a box fitted to an
+# outline that took in a little shadow comes out a little bigger still. Only bounds which parts can
+# be one piece when the parts found are not three grey pieces (_regroup); the sizes are measured later.
+SIZE_MARGIN = 1.3
+# The narrowest a piece's outline is: a wall's thickness (NOMINAL_MM, 9 mm) less SIZE_MARGIN, so that
+# an opening of half this width keeps every piece whole and cuts where two pieces' outlines only
+# touch (_split_in_two), mm.
+NARROWEST_MM = NOMINAL_MM["short_wall"][1] / SIZE_MARGIN
+# How well one box must explain parts for _regroup to join them (IoU of the box's projected hull
+# with the parts' hull): as well as a single piece's outline is explained. On the development renders
+# 2600-2607 and 2700-2707 every grey region that was one piece had 0.76 to 0.98; the joins made there
+# (a tower's top and side 15 mm apart, a keep and its grey side) 0.93.
+ONE_PIECE_IOU = 0.75
+
+
+def _one_piece(points_mm: np.ndarray, nadir: np.ndarray, cam_z: float, kinds: tuple[str, ...]) -> float | None:
+    """How well one box of one of `kinds`, no bigger than SIZE_MARGIN times the spec's, explains
+    the outline of `points_mm` (x, y): the IoU of its projected hull with the points' convex hull,
+    or None when the box fitted is too big."""
+    poly = MultiPoint(points_mm).convex_hull
+    if poly.geom_type != "Polygon" or poly.area <= 0:
+        return None
+    params, iou = _fit_box(poly, nadir, cam_z, square=False)
+    # Only what no piece of `kinds` can be: boxes fitted to outlines (shadows, sides looking like the
+    # print) are rough, longer or wider than the piece, but not longer than the longest or wider
+    # than the widest by more than SIZE_MARGIN.
+    longest = max(NOMINAL_MM[k][0] for k in kinds)
+    widest = max(NOMINAL_MM[k][1] for k in kinds)
+    return iou if params[3] <= SIZE_MARGIN * longest and params[4] <= SIZE_MARGIN * widest else None
+
+
+def _hull_rc(points: np.ndarray) -> np.ndarray:
+    """Convex hull of (row, col) pixel points, as (row, col) points."""
+    return points[cv2.convexHull(points[:, ::-1].astype(np.int32), returnPoints=False).ravel()]
+
+
+def _split_in_two(region: np.ndarray) -> list[np.ndarray] | None:
+    """A region that is two pieces touching in the view, as the two pieces' pixels (row, col), or
+    None when it does not come apart.
+
+    Each piece's outline is convex and at least NARROWEST_MM wide; where two touch (their tops
+    leaning towards each other) the region narrows. Opened with a disk up to that width, the region
+    comes apart into the pieces' cores; the two largest, each big enough to be a piece, are the
+    seeds of a watershed on the distance to the region's edge that gives every pixel to one of them
+    (parts not joined to either, to the nearer)."""
+    from skimage.segmentation import watershed
+
+    ppm = RECT_PX_PER_MM
+    disk = lambda r: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))  # noqa: E731
+    # The region's parts within a millimetre are one (as they were grouped): close the gaps.
+    solid = cv2.dilate(region.astype(np.uint8), disk(int(ppm)))
+    for r in range(int(ppm), int(NARROWEST_MM * ppm / 2) + 1):
+        cores = measure.label(cv2.morphologyEx(solid, cv2.MORPH_OPEN, disk(r)) > 0)
+        sizes = np.bincount(cores.ravel())[1:]
+        big = np.argsort(sizes)[::-1][:2]
+        if len(big) < 2 or sizes[big[1]] < MIN_PIECE_AREA_MM2 * ppm * ppm / 4:
+            continue
+        markers = np.zeros(region.shape, np.int32)
+        for n, c in enumerate(big, start=1):
+            markers[cores == c + 1] = n
+        split = watershed(-ndimage.distance_transform_edt(solid), markers, mask=solid > 0)
+        # Parts of the region apart from both cores (within a millimetre of neither) go to the nearer.
+        _, (iy, ix) = ndimage.distance_transform_edt(split == 0, return_indices=True)
+        split = split[iy, ix]
+        return [np.argwhere(region & (split == n)) for n in (1, 2)]
+    return None
+
+
+def _gap_px(a: np.ndarray, b: np.ndarray) -> float:
+    """Smallest distance between two sets of pixels (row, col), in pixels."""
+    from scipy.spatial import cKDTree
+
+    small, big = (a, b) if len(a) < len(b) else (b, a)
+    return float(cKDTree(big).query(small, k=1)[0].min())
+
+
+def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nadir: np.ndarray,
+             cam_z: float) -> tuple[np.ndarray, set[int]]:
+    """When the parts joined by distance (_join_grey_parts) are not the three grey pieces asked for,
+    group them again by what a piece looks like: (labels, the labels of keeps that took in a part).
+
+    A box seen from a point projects to a convex outline (the hull of its footprint and of its top
+    pushed away from the camera's foot point), no bigger than a piece of the set can be
+    (SIZE_MARGIN); so a group of parts is one piece when one such box explains its hull
+    (_one_piece). In that order:
+    - a grey region no box of a grey piece explains (two pieces whose tops lean towards each other
+      touch in the view; 151 x 19 mm on a development render) is split in two where it narrows
+      (_split_in_two), when it comes apart there into two piece-sized cores;
+    - a grey part that a keep's box explains together with the keep (ONE_PIECE_IOU) is the keep's
+      side in shade (a dark side shows no colour);
+    - while there are more than three grey regions, the two that one box explains best together
+      (at least ONE_PIECE_IOU) join, however far apart (a piece's dark sides over the black squares look like the print, and
+      its lit top and the rest of it can lie further apart than MAX_PART_GAP_MM).
+    Photos whose parts were already three grey pieces are left as they were."""
+    ppm = RECT_PX_PER_MM
+    piece_px = MIN_PIECE_AREA_MM2 * ppm * ppm
+    keeps: set[int] = set()
+    grey: dict[int, np.ndarray] = {}
+    for r in measure.regionprops(labels):
+        if r.area < piece_px:
+            continue
+        ys, xs = r.coords[:, 0], r.coords[:, 1]
+        if np.median(chroma[ys, xs]) >= KEEP_MIN_CHROMA:
+            keeps.add(r.label)
+        elif not _is_shadow(solid_sure[ys, xs]):
+            grey[r.label] = r.coords
+    if len(grey) == 3:
+        return labels, set()
+    labels = labels.copy()
+    grey_kinds = ("tower", "short_wall", "long_wall")
+    to_mm = lambda rc: (rc[:, ::-1] + 0.5) / ppm  # noqa: E731
+
+    for g in sorted(grey, key=lambda g: -len(grey[g])):
+        if _one_piece(to_mm(_hull_rc(grey[g])), nadir, cam_z, grey_kinds) is not None:
+            continue
+        halves = _split_in_two(labels == g)
+        if halves is None:
+            continue
+        new = int(labels.max()) + 1
+        labels[halves[1][:, 0], halves[1][:, 1]] = new
+        grey[g], grey[new] = halves
+    taken: set[int] = set()
+    for g in list(grey):
+        for k in keeps:
+            if _gap_px(grey[g], np.argwhere(labels == k)) > MAX_PART_GAP_MM * ppm:
+                continue
+            both = np.vstack([_hull_rc(grey[g]), _hull_rc(np.argwhere(labels == k))])
+            iou = _one_piece(to_mm(both), nadir, cam_z, ("keep",))
+            if iou is not None and iou >= ONE_PIECE_IOU:
+                labels[labels == g] = k
+                taken.add(k)
+                del grey[g]
+                break
+    joint: dict[tuple[int, int], float | None] = {}  # each pair's joint fit, until one of them changes
+    while len(grey) > 3:
+        ids = sorted(grey)
+        for a, i in enumerate(ids):
+            for j in ids[a + 1:]:
+                if (i, j) not in joint:
+                    hull = to_mm(np.vstack([_hull_rc(grey[i]), _hull_rc(grey[j])]))
+                    joint[(i, j)] = _one_piece(hull, nadir, cam_z, grey_kinds)
+        good = [(iou, pair) for pair, iou in joint.items() if iou is not None and iou >= ONE_PIECE_IOU]
+        if not good:
+            break
+        i, j = max(good)[1]
+        labels[labels == j] = i
+        grey[i] = np.vstack([grey[i], grey.pop(j)])
+        joint = {pair: v for pair, v in joint.items() if i not in pair and j not in pair}
+    return labels, taken
 
 
 def _top_colour(lab: np.ndarray, params: np.ndarray, nadir: np.ndarray, cam_z: float) -> tuple[float, float, float]:

@@ -1,0 +1,79 @@
+"""Grouping the parts seen on the mat into pieces when distance alone does not give three grey
+pieces (calibration.pieces._regroup), on small label images: no photo is rendered."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from calibration.pieces import KEEP_MIN_CHROMA, RECT_PX_PER_MM, _join_grey_parts, _regroup
+
+PPM = RECT_PX_PER_MM
+SHAPE_MM = (200, 200)
+# The camera straight above the middle of the field and far up: almost no parallax.
+NADIR = np.array([100.0, 100.0])
+CAM_Z = 5000.0
+
+
+def _rect(cx: float, cy: float, length: float, width: float, angle_deg: float) -> np.ndarray:
+    """Corners (x, y) in rectified pixels of a rectangle given in mm."""
+    box = cv2.boxPoints(((cx * PPM, cy * PPM), (length * PPM, width * PPM), angle_deg))
+    return np.round(box).astype(np.int32)
+
+
+def _paint(shapes: list[list[np.ndarray]]) -> np.ndarray:
+    """Labels: shapes[i] (a list of polygons, drawn as one region) numbered i + 1."""
+    labels = np.zeros((int(SHAPE_MM[1] * PPM), int(SHAPE_MM[0] * PPM)), np.int32)
+    for i, polys in enumerate(shapes, start=1):
+        m = np.zeros(labels.shape, np.uint8)
+        for p in polys:
+            cv2.fillConvexPoly(m, p, 1)
+        labels[m > 0] = i
+    return labels
+
+
+def _label_at(labels: np.ndarray, x_mm: float, y_mm: float) -> int:
+    return int(labels[int(y_mm * PPM), int(x_mm * PPM)])
+
+
+def test_two_walls_whose_outlines_touch_are_split_apart():
+    # A tower, and a short and a long wall whose outlines meet at one corner (their tops leaning
+    # towards each other in the view): one region no piece can be, which was refused as "found 2
+    # grey pieces". Split where it narrows, each wall is one region again.
+    tower = [_rect(30, 30, 22, 22, 0)]
+    short = _rect(120, 40, 32, 9, 0)
+    # Turned 15 degrees, the corner of its upper end 1.5 mm from the short wall's lower left corner
+    # (parts within 2 mm are one region): together longer than any piece (on a development render
+    # the two walls made one region 151 x 19 mm).
+    long_ = _rect(62.2, 61.5, 86, 9, -15)
+    labels = _paint([tower, [short, long_]])
+    chroma = np.zeros(labels.shape)
+    sure = labels > 0
+    assert len(np.unique(_join_grey_parts(labels, chroma, sure))) - 1 == 2
+    out, keeps = _regroup(labels, chroma, sure, NADIR, CAM_Z)
+    assert not keeps
+    short_label, long_label = _label_at(out, 125, 40), _label_at(out, 62.2, 61.5)
+    assert short_label and long_label and short_label != long_label
+    assert _label_at(out, 30, 30) not in (short_label, long_label)
+
+
+def test_a_keeps_grey_side_joins_the_keep_and_a_tower_seen_in_two_parts_is_one():
+    # The keep's side in shade shows no colour (a fourth "grey piece"), and the tower's dark sides
+    # look like the print, so its lit top and a side show as two parts 14 mm apart (further than
+    # parts are joined by distance alone): four grey regions for three grey pieces.
+    tower_top, tower_side = _rect(30, 30, 18, 18, 0), _rect(30, 56, 18, 6, 0)
+    short, long_ = _rect(120, 40, 32, 9, 0), _rect(100, 100, 86, 9, 30)
+    keep_top, keep_side = _rect(60, 170, 16, 11, 0), _rect(60, 180, 16, 5, 0)
+    labels = _paint([[tower_top], [tower_side], [short], [long_], [keep_top], [keep_side]])
+    chroma = np.where(labels == 5, 2 * KEEP_MIN_CHROMA, 0.0)
+    sure = labels > 0
+    out, keeps = _regroup(labels, chroma, sure, NADIR, CAM_Z)
+    assert keeps == {5} and _label_at(out, 60, 180) == 5
+    assert _label_at(out, 30, 30) == _label_at(out, 30, 56)
+    grey = {_label_at(out, *xy) for xy in ((30, 30), (120, 40), (100, 100))}
+    assert len(grey) == 3 and 5 not in grey
+
+
+def test_three_grey_pieces_are_left_as_they_were():
+    labels = _paint([[_rect(30, 30, 22, 22, 0)], [_rect(120, 40, 32, 9, 0)], [_rect(100, 100, 86, 9, 30)]])
+    out, keeps = _regroup(labels, np.zeros(labels.shape), labels > 0, NADIR, CAM_Z)
+    assert not keeps and np.array_equal(out, labels)
