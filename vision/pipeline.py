@@ -83,6 +83,12 @@ DOUBLE_FILL_DOUBT = 1.27
 # (0.85 each). The other silhouette doubts (which of several looks stacked, a lone keep nearly stacked)
 # stay at 0.85: at 0.7 they also refused right answers (a near top-down test scene; seeds 130000+ photo_174).
 HEIGHT_DOUBT = 0.7
+# The share of the castle's keep pixels under the grey pieces read (and in no keep read) that starts to
+# lower the confidence, and that refuses (_keeps_under_pieces_factor). On 183 development renders
+# (unseen17, session 16) readings with every score right had at most 16 % there (warm light on wood,
+# whose grain the keep mask partly takes in), readings on a lattice of several times the pitch 76 % or
+# more: the ramp brackets their geometric middle, 35 %.
+KEEPS_UNDER_PIECES = (0.25, 0.45)
 
 
 @dataclass
@@ -872,6 +878,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     recall = float((covered & pos).sum()) / max(1, pos.sum())
     precision = float((covered & (w > 0)).sum()) / max(1, (covered & (w != 0)).sum())
     f["fit"] = float(np.clip((min(recall, precision) - 0.5) / 0.3, 0, 1))
+    f["lattice"] = _keeps_under_pieces_factor(masks.keep & region, covered, keeps)
     # Uncertain piece decisions: each could change a score. On the development renders, wrong decisions
     # had margins below ~0.1 far more often than right ones; one or two such pieces lower the confidence,
     # more make a refusal.
@@ -911,8 +918,26 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
             "keeps": f"a keep could not be read clearly (its colour, or whether it is a Double Keep): {again}, in even light",
             "plane": "the table plane could not be measured well: lay the calibration mat beside the castle or take the photo from higher up",
             "rules": f"the reading breaks the rules (see findings), so a piece was probably misread: {again}",
+            "lattice": f"the castle's lattice could not be fitted to the photo (keeps show where the reading puts walls and towers): {again}, with the whole castle in the frame and its walls clearly visible",
         }[worst]
     return Assessment(conf, refusal, f, findings)
+
+
+def _keeps_under_pieces_factor(keep_px: np.ndarray, covered: np.ndarray, keeps: list[FoundKeep]) -> float:
+    """1 unless keep-coloured pixels lie under the grey pieces read: no keep stands inside a tower or a
+    wall, so such pixels mean the lattice is wrong (a castle read at several times its pitch and at an
+    angle puts a few huge pieces over the whole castle, keeps and all, and still explains its grey).
+    Keep pixels within a read keep's outline do not count (a wall in front may hide part of a keep)."""
+    n = int(keep_px.sum())
+    if n == 0:
+        return 1.0
+    explained = np.zeros(keep_px.shape, np.uint8)
+    for k in keeps:
+        cv2.fillConvexPoly(explained, np.round(k.outline).astype(np.int32), 1)
+    explained = cv2.dilate(explained, np.ones((5, 5), np.uint8)) > 0
+    share = float((keep_px.ravel() & covered & ~explained.ravel()).sum()) / n
+    lo, hi = KEEPS_UNDER_PIECES
+    return float(np.clip((hi - share) / (hi - lo), 0, 1))
 
 
 def retake_advice(elevation_deg: float) -> str:

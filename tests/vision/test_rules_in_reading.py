@@ -272,7 +272,7 @@ def _assess_with_a_piece_beyond_the_edge(region, grey=None):
     fit.elements[1].clipped = True
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
     grey = region.copy() if grey is None else grey
-    return assess(masks=SimpleNamespace(brightness=200.0, grey=grey), region=region, pose=pose, fit=fit,
+    return assess(masks=SimpleNamespace(brightness=200.0, grey=grey, keep=np.zeros_like(grey)), region=region, pose=pose, fit=fit,
                   keeps=[], score=None)
 
 
@@ -288,9 +288,10 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
     assert "lattice" in _assess_with_a_piece_beyond_the_edge(touching, grey=inside).refusal
 
 
-def _assess_reading(castle, weak: int, elevation: float = 60.0):
+def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndarray | None = None):
     """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly, the camera
-    `elevation` degrees above the table."""
+    `elevation` degrees above the table; the pieces' silhouettes cover the photo's first 160 pixels
+    (its first rows), and `keep_px` are its keep-coloured pixels (none by default)."""
     from types import SimpleNamespace
 
     from scoring import score_castle
@@ -307,7 +308,8 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0):
     fit.weight = weight
     keeps = [_keep(1.0, -0.5)]
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0)
-    return assess(masks=SimpleNamespace(brightness=200.0, grey=region), region=region, pose=pose, fit=fit,
+    keep_px = np.zeros_like(region) if keep_px is None else keep_px
+    return assess(masks=SimpleNamespace(brightness=200.0, grey=region, keep=keep_px), region=region, pose=pose, fit=fit,
                   keeps=keeps, score=score_castle(castle))
 
 
@@ -443,9 +445,26 @@ def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle()
             el.idx = np.arange(n * 20, n * 20 + 20)
         fit.weight = np.where(np.arange(touching.size) < len(fit.elements) * 20, 1.0, -1.0).astype(np.float32)
         pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=65.0), quality=1.0)
-        return assess(masks=SimpleNamespace(brightness=200.0, grey=touching), region=touching, pose=pose, fit=fit,
+        return assess(masks=SimpleNamespace(brightness=200.0, grey=touching, keep=np.zeros_like(touching)), region=touching, pose=pose, fit=fit,
                       keeps=[], score=None)
 
     assert "cut off on the left" in verdict([(0, 0), (1, 0), (2, 0)]).refusal  # a tower of the castle itself
     apart = verdict([(0, 0), (1, 0), (2, 0), (6, 0)])
     assert apart.refusal is None or "cut off" not in apart.refusal
+
+
+def test_keeps_seen_where_the_reading_puts_grey_pieces_refuse_it_as_a_wrong_lattice():
+    # No keep stands inside a tower or a wall: a lattice read at several times the castle's pitch puts
+    # a few huge pieces over the whole castle, keeps and all, and still explains its grey pixels.
+    from vision.pipeline import CONFIDENCE_THRESHOLD
+
+    castle, _ = _finished_and_one_wall_short()
+    clean = _assess_reading(castle, weak=0)
+    in_courtyards = np.zeros((50, 60), bool)
+    in_courtyards[30:40, 10:50] = True  # where no piece is read
+    under_pieces = np.zeros((50, 60), bool)
+    under_pieces[0:2, 10:50] = True  # inside the pieces' silhouettes (the first 160 pixels)
+    assert _assess_reading(castle, weak=0, keep_px=in_courtyards).confidence == clean.confidence
+    wrong = _assess_reading(castle, weak=0, keep_px=under_pieces)
+    assert wrong.confidence < CONFIDENCE_THRESHOLD and wrong.factors["lattice"] == 0.0
+    assert "lattice could not be fitted" in wrong.refusal
