@@ -85,7 +85,7 @@ DOUBLE_FILL_DOUBT = 1.27
 HEIGHT_DOUBT = 0.7
 # The share of the castle's keep pixels under the grey pieces read (and in no keep read) that starts to
 # lower the confidence, and that refuses (_keeps_under_pieces_factor). On 183 development renders
-# (unseen17, session 16) readings with every score right had at most 16 % there (warm light on wood,
+# (unseen17, session 16, read with a candidate rasterizer) readings with every score right had at most 16 % there (warm light on wood,
 # whose grain the keep mask partly takes in), readings on a lattice of several times the pitch 76 % or
 # more: the ramp brackets their geometric middle, 35 %.
 KEEPS_UNDER_PIECES = (0.25, 0.45)
