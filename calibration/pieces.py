@@ -1248,8 +1248,7 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
     while len(grey) > 3 and pending:
         small = min(pending, key=lambda i: area[i])
         pending.discard(small)
-        tree = cKDTree(grey[small])
-        gap, other = min((tree.query(grey[j], k=1)[0].min(), j) for j in grey if j != small)
+        gap, other = min((_gap_px(grey[small], grey[j]), j) for j in grey if j != small)
         if gap > MAX_PART_GAP_MM * ppm:
             continue
         labels[labels == small] = other
@@ -1381,16 +1380,17 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
         labels[halves[1][:, 0], halves[1][:, 1]] = new
         grey[g], grey[new] = halves
     taken: set[int] = set()
+    keep_px = {k: np.argwhere(labels == k) for k in keeps}
     for g in list(grey):
         for k in keeps:
-            if _gap_px(grey[g], np.argwhere(labels == k)) > MAX_PART_GAP_MM * ppm:
+            if _gap_px(grey[g], keep_px[k]) > MAX_PART_GAP_MM * ppm:
                 continue
-            both = np.vstack([_hull_rc(grey[g]), _hull_rc(np.argwhere(labels == k))])
+            both = np.vstack([_hull_rc(grey[g]), _hull_rc(keep_px[k])])
             iou = _one_piece(to_mm(both), nadir, cam_z, ("keep",))
             if iou is not None and iou >= ONE_PIECE_IOU:
                 labels[labels == g] = k
+                keep_px[k] = np.vstack([keep_px[k], grey.pop(g)])
                 taken.add(k)
-                del grey[g]
                 break
     joint: dict[tuple[int, int], float | None] = {}  # each pair's joint fit, until one of them changes
     while len(grey) > 3:
