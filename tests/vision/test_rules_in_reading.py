@@ -214,6 +214,12 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert flat[0].confidence < KEEP_DOUBT and flat[1].confidence == 0.9
     lone = [_keep(0.9, -0.05)]  # nothing to stand out from: it looked single, so it is single
     assert choose_double_keeps(lone) == [] and not lone[0].double and lone[0].confidence < KEEP_DOUBT
+    # Alone of its colour, a keep stacked keeps explain only a little better is more often single.
+    barely = [_keep(0.9, 0.04)]
+    assert choose_double_keeps(barely) == [] and not barely[0].double and barely[0].confidence < KEEP_DOUBT
+    clearly = [_keep(0.9, 0.2)]
+    choose_double_keeps(clearly)
+    assert clearly[0].double and clearly[0].confidence == 0.9
     surely_single = [_keep(0.9, -0.30), _keep(0.9, -0.35)]
     choose_double_keeps(surely_single)
     assert [k.confidence for k in surely_single] == [0.9, 0.9]
