@@ -18,6 +18,7 @@ import numpy as np
 from vision.camera import Camera
 from vision.icm_kernel import icm_kernel
 from vision.lattice import Lattice
+from vision.silhouette_kernel import silhouette_pixels, union_weight
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,6 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     clo = np.maximum(lo, 0)
     chi = np.minimum(hi, [w - 1, h - 1])
     bases = px[:, [0, 2, 4, 6]].mean(axis=1).tolist()  # the corners with z = 0
-    # Each silhouette is drawn in a tile the size of its bounding box (fixed point, 2 fractional bits).
-    fixed = (np.round(px * 4).astype(np.int32) - (clo * 4)[:, None, :].astype(np.int32))
-    tiles = chi - clo + 1
     outside = np.any(chi < clo, axis=1)
     if support is not None:
         (x0, y0), (x1, y1) = clo.T, chi.T + 1
@@ -120,32 +118,11 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         x0, y0, x1, y1 = (np.where(inside, v, 0) for v in (x0, y0, x1, y1))
         favoured = support[y1, x1] - support[y0, x1] - support[y1, x0] + support[y0, x0]
         outside |= favoured <= 0
-    outside = outside.tolist()
-    clipped_l = clipped.tolist()
-    origins = (clo[:, 1].astype(np.int64) * w + clo[:, 0]).tolist()  # flat index of each tile's corner
-    widths, heights = tiles[:, 0].tolist(), tiles[:, 1].tolist()
-    # One scratch canvas, a tile cut from it per candidate: this runs for some 500 candidates at each of
-    # ~35 lattices tried per photo, and allocating and indexing a fresh tile each time was an eighth of it.
-    scratch = np.zeros((max(1, *heights), max(1, *widths)), np.uint8)
-    no_pixels = np.zeros(0, np.int64)
-    elements = []
-    for n, (kind, key) in enumerate(keys):
-        if outside[n]:
-            elements.append(Element(kind, key, no_pixels, (0.0, 0.0), clipped_l[n]))
-            continue
-        idx = _tile_pixels(fixed[n], scratch[:heights[n], :widths[n]], origins[n], w)
-        elements.append(Element(kind, key, idx, (bases[n][0], bases[n][1]), clipped_l[n]))
-    return elements
-
-
-def _tile_pixels(fixed: np.ndarray, tile: np.ndarray, origin: int, width: int) -> np.ndarray:
-    """Flat image indices of the pixels inside the convex hull of `fixed` (corners in pixels relative to
-    the tile's corner, 2 fractional bits), drawn in `tile` (cleared first), whose corner is the image's
-    flat index `origin`."""
-    tile.fill(0)
-    cv2.fillConvexPoly(tile, cv2.convexHull(fixed), 1, lineType=cv2.LINE_8, shift=2)
-    rr, cc = np.nonzero(tile)
-    return rr.astype(np.int64) * width + cc + origin
+    pixels, starts = silhouette_pixels(np.ascontiguousarray(px, np.float64), w, h, outside)
+    starts = starts.tolist()
+    outside_l, clipped_l = outside.tolist(), clipped.tolist()
+    return [Element(kind, key, pixels[starts[n]:starts[n + 1]], (0.0, 0.0) if outside_l[n] else (bases[n][0], bases[n][1]),
+                    clipped_l[n]) for n, (kind, key) in enumerate(keys)]
 
 
 def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
@@ -153,23 +130,9 @@ def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float],
     """Flat indices of the pixels a box standing on the table covers (lattice units: centre, half
     extents along i and j, height)."""
     xy = np.asarray(centre, float) + BOX_SIGNS[:, :2] * np.asarray(half, float)
-    px = cam.project(np.c_[xy, BOX_SIGNS[:, 2] * height])
-    bounds = _pixel_bounds(px, shape)
-    if bounds is None:
-        return np.zeros(0, np.int64)
-    lo, hi = bounds
-    tile = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
-    return _tile_pixels(np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32), tile, int(lo[1]) * shape[1] + int(lo[0]), shape[1])
-
-
-def _pixel_bounds(px: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The first and last pixel (x, y) of the image (h, w) that image points (..., 2) span; None if
-    they lie wholly outside it."""
-    h, w = shape
-    pts = px.reshape(-1, 2)
-    lo = np.maximum(np.floor(pts.min(axis=0)).astype(int), 0)
-    hi = np.minimum(np.ceil(pts.max(axis=0)).astype(int), [w - 1, h - 1])
-    return None if np.any(hi < lo) else (lo, hi)
+    px = cam.project(np.c_[xy, BOX_SIGNS[:, 2] * height]).reshape(1, 8, 2)
+    pixels, _ = silhouette_pixels(np.ascontiguousarray(px, np.float64), shape[1], shape[0], np.zeros(1, bool))
+    return pixels
 
 
 @dataclass
@@ -254,17 +217,7 @@ def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: t
     if not keys:
         return 0.0
     px = cam.project(_all_corners(keys, dims)).reshape(len(keys), 8, 2)
-    # Drawn in the pieces' bounding box only: the search calls this hundreds of times per photo, and
-    # clearing and reading a whole photo-sized canvas each time cost more than drawing the pieces.
-    bounds = _pixel_bounds(px, shape)
-    if bounds is None:
-        return 0.0
-    lo, hi = bounds
-    canvas = np.zeros((hi[1] - lo[1] + 1, hi[0] - lo[0] + 1), np.uint8)
-    for quad in np.round(px * 4).astype(np.int32) - (lo * 4).astype(np.int32):
-        cv2.fillConvexPoly(canvas, cv2.convexHull(quad), 1, lineType=cv2.LINE_8, shift=2)
-    window = weight.reshape(shape)[lo[1]:hi[1] + 1, lo[0]:hi[0] + 1]
-    return float(window[canvas > 0].sum())
+    return union_weight(np.ascontiguousarray(px, np.float64), weight, shape[1], shape[0])
 
 
 def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
