@@ -23,6 +23,11 @@ MIN_LEAN_PX = 6.0
 # double by an IoU lead under 0.08, 10 were single (4 of 129 read single that way were double). A double
 # reading's confidence is therefore judged on its lead less this much.
 DOUBLE_LEAD = 0.06
+# A blob is a keep only if a keep's silhouette covers it with an IoU of 0.3 or more (_find_keeps_sized); a
+# blob of this share of a single keep's silhouette there could reach that only with nine tenths of the keep
+# hidden, so smaller ones are not tried. (A gingham tablecloth's checks gave 2,226 coloured specks inside one
+# castle, most under 2 % of a keep: fitting each took 12 of a reading's 17 CPU-s.)
+MIN_BLOB_SHARE = 0.03
 # The most a keep whose height is in doubt is trusted (a cap on its confidence).
 HEIGHT_CAP = 0.25
 # Why a keep's height is a likely misread (FoundKeep.doubt), as the reader compares it with its colour's others.
@@ -248,10 +253,13 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
     found: list[FoundKeep] = []
     H, W = keep_label.shape
     for colour, n, lab, stats, cents in blobs:
+        keep_px = _keep_areas(cam, cents[1:], half, h1)
         for k in range(1, n):
             area = stats[k, cv2.CC_STAT_AREA]
             if area < 12 or (only is not None and _blob_key(colour, cents[k]) not in only):
                 continue
+            if area < MIN_BLOB_SHARE * keep_px[k - 1]:
+                continue  # a speck of keep colour (a tablecloth's check, print), far smaller than a keep there
             # The blob as a photo-sized mask, filled only within its bounding box (the rest is all False).
             bx, by, bw_, bh_ = stats[k, :4]
             blob = np.zeros((H, W), bool)
@@ -302,6 +310,14 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
                                    double_fill=float(double_area / single_area) if single_area > 0 else 1.0,
                                    doubt=doubt))
     return _merge_fragments(found, 2.5 * half)
+
+
+def _keep_areas(cam: Camera, centroids: np.ndarray, half: float, height: float) -> np.ndarray:
+    """The image area (pixels) of a single keep standing where each blob centroid (N, 2) is seen."""
+    if len(centroids) == 0:
+        return np.zeros(0)
+    at = cam.image_to_plane(np.asarray(centroids, float), z=height / 2)
+    return np.array([cv2.contourArea(p) for p in _silhouettes(cam, at, half, height, np.zeros(len(at)))])
 
 
 def _merge_fragments(found: list[FoundKeep], radius: float) -> list[FoundKeep]:

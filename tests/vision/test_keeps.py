@@ -116,3 +116,15 @@ def test_a_keep_that_looks_only_slightly_more_stacked_than_single_is_read_double
     between, stacked = read(1.55), read(2.0)
     assert between.double and between.confidence < KEEP_DOUBT
     assert stacked.double and stacked.confidence >= KEEP_DOUBT
+
+
+def test_keeps_on_a_checked_tablecloth_are_read_as_drawn_and_its_coloured_checks_are_not_keeps():
+    cam, dims = _camera(), Dims()
+    keeps = [((0.5, 0.5), True), ((1.5, 0.5), False), ((2.5, 1.5), False), ((0.5, 2.5), False)]
+    label = _label(cam, keeps, dims, shrink=1.0)
+    checks = np.zeros_like(label)
+    checks[2::9, 2::9] = 1  # a speck of keep colour every 9 pixels, 4 x 4 pixels each
+    checks = cv2.dilate(checks, np.ones((4, 4), np.uint8))
+    label[(checks > 0) & (label == 0)] = 1
+    found = find_keeps(cam, label, dims)
+    assert len(found) == 4 and _read_as(found, keeps) == [d for _, d in keeps]
