@@ -26,7 +26,7 @@ DOUBLE_LEAD = 0.06
 # A blob is a keep only if a keep's silhouette covers it with an IoU of 0.3 or more (_find_keeps_sized); a
 # blob of this share of a single keep's silhouette there could reach that only with nine tenths of the keep
 # hidden, so smaller ones are not tried. (A gingham tablecloth's checks gave 2,226 coloured specks inside one
-# castle, most under 2 % of a keep: fitting each took 12 of a reading's 17 CPU-s.)
+# castle, most under 2 % of a keep: fitting them took 12 of a reading's 17 CPU-s.)
 MIN_BLOB_SHARE = 0.03
 # The most a keep whose height is in doubt is trusted (a cap on its confidence).
 HEIGHT_CAP = 0.25
@@ -253,12 +253,11 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
     found: list[FoundKeep] = []
     H, W = keep_label.shape
     for colour, n, lab, stats, cents in blobs:
-        keep_px = _keep_areas(cam, cents[1:], half, h1)
-        for k in range(1, n):
+        tried = [k for k in range(1, n) if stats[k, cv2.CC_STAT_AREA] >= 12
+                 and (only is None or _blob_key(colour, cents[k]) in only)]
+        for k, keep_area in zip(tried, _keep_areas(cam, cents[tried], half, h1)):
             area = stats[k, cv2.CC_STAT_AREA]
-            if area < 12 or (only is not None and _blob_key(colour, cents[k]) not in only):
-                continue
-            if area < MIN_BLOB_SHARE * keep_px[k - 1]:
+            if area < MIN_BLOB_SHARE * keep_area:
                 continue  # a speck of keep colour (a tablecloth's check, print), far smaller than a keep there
             # The blob as a photo-sized mask, filled only within its bounding box (the rest is all False).
             bx, by, bw_, bh_ = stats[k, :4]

@@ -69,7 +69,7 @@ WALL_CONTRAST = 0.6
 # The keeps factor per keep read with less confidence than KEEP_DOUBT and its height not in doubt (keeps_factor):
 # about the share of such keeps read right. 0.85 until session 17; then, over the development readings at 0.1 or
 # more of unseen17 and unseen18 (seeds 450000+ and 470000+), 3 of 79 such keeps had their height wrong (4 of 56
-# in the sets of session 11): 0.9 stays below the 95 % measured.
+# in the sets of session 11): 0.9 stays below the 95-96 % read right there.
 WEAK_KEEP = 0.9
 PIECES_SETTLED_BY_COUNTS = 0.85  # the pieces factor at least, when a reading passes every rule with its sets' counts
 UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short of its boxes: likely a misread
@@ -684,7 +684,9 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             if k.double:
                 k.confidence, k.doubt = min(k.confidence, HEIGHT_CAP), "looked stacked, read single"
             k.double = False
-        if top.stacked > (0.0 if rest or top.height_by_size else DOUBLE_LEAD):
+        # Alone of its colour and read by its outline, a keep has only its own lead to go by.
+        lead_needed = DOUBLE_LEAD if not rest and not top.height_by_size else 0.0
+        if top.stacked > lead_needed:
             top.double = True
             if top.stacked - runner_up < clear_lead:
                 top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), "stacked by a small lead"
