@@ -1048,7 +1048,8 @@ def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarr
     soft = masks.grey_soft * region
     sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
     return fit_castle(pose.camera, lattice, soft, dont_care,
-                      plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm", dims=dims)
+                      plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm",
+                      focal_known=pose.focal_source == "exif", dims=dims)
 
 
 def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[int, int], scale: float) -> dict:
