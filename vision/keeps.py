@@ -33,6 +33,7 @@ HEIGHT_CAP = 0.25
 # Why a keep's height is a likely misread (FoundKeep.doubt), as the reader compares it with its colour's others.
 TALLER_THAN_ITS_COLOUR = "taller than its colour's others"
 BIGGER_THAN_ITS_COLOUR = "bigger than its colour's others"
+STACKED_BY_A_SMALL_LEAD = "stacked by a small lead"
 
 
 @dataclass
@@ -54,7 +55,7 @@ class FoundKeep:
     @property
     def height_doubt(self) -> bool:
         """Single or double is a likely misread (weighed as pipeline.HEIGHT_DOUBT)."""
-        return self.doubt in (TALLER_THAN_ITS_COLOUR, BIGGER_THAN_ITS_COLOUR)
+        return self.doubt in (TALLER_THAN_ITS_COLOUR, BIGGER_THAN_ITS_COLOUR, STACKED_BY_A_SMALL_LEAD)
 
 
 # Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.

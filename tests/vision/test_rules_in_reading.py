@@ -199,6 +199,7 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     notes = choose_double_keeps(close)
     assert [k.double for k in close] == [True, False, False] and any(n["rule"] == "C5" for n in notes)
     assert all(k.confidence < KEEP_DOUBT for k in close)  # which one is stacked is a guess
+    assert close[0].height_doubt  # and a likely misread, weighed as one
     clear = [_keep(0.95, 0.30), _keep(0.9, -0.10)]
     choose_double_keeps(clear)
     assert clear[0].double and clear[0].confidence == 0.95 and not clear[1].double
