@@ -707,6 +707,10 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             # like this, and missing it halves a courtyard's points.
             top.double = False
             top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), "nearly stacked"
+            # Said even when the reading is answered: the player can check that one keep by eye.
+            notes.append({"rule": "C5", "severity": "notice",
+                          "message": f"one {colour} keep nearly looks stacked but was read as a single keep: "
+                                     "if it is a Double Keep, its courtyard scores double"})
         biggest = max(ks, key=lambda k: k.fill)
         if not any(k.double for k in ks) and not biggest.height_by_size:  # (its size was weighed already)
             others = [k.fill for k in ks if k is not biggest]

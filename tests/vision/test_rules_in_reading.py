@@ -209,15 +209,17 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert [k.double for k in tall] == [True, False, False, False] and tall[0].confidence < KEEP_DOUBT
     assert tall[0].height_doubt  # a Double Keep asserted by comparison only: weighed as a likely misread
     flat = [_keep(0.9, -0.10), _keep(0.9, -0.11), _keep(0.9, -0.12)]
-    assert choose_double_keeps(flat) == [] and not any(k.double for k in flat)
+    notes = choose_double_keeps(flat)
+    assert not any(k.double for k in flat)
     # None reads double, but the likeliest nearly looked stacked: a missed Double Keep halves a
-    # courtyard's points, so that keep is uncertain.
+    # courtyard's points, so that keep is uncertain, and the player is told which colour to check.
     assert flat[0].confidence < KEEP_DOUBT and flat[1].confidence == 0.9
+    assert len(notes) == 1 and "yellow keep nearly looks stacked" in notes[0]["message"]
     lone = [_keep(0.9, -0.05)]  # nothing to stand out from: it looked single, so it is single
-    assert choose_double_keeps(lone) == [] and not lone[0].double and lone[0].confidence < KEEP_DOUBT
+    assert len(choose_double_keeps(lone)) == 1 and not lone[0].double and lone[0].confidence < KEEP_DOUBT
     # Alone of its colour, a keep stacked keeps explain only a little better is more often single.
     barely = [_keep(0.9, 0.04)]
-    assert choose_double_keeps(barely) == [] and not barely[0].double and barely[0].confidence < KEEP_DOUBT
+    assert len(choose_double_keeps(barely)) == 1 and not barely[0].double and barely[0].confidence < KEEP_DOUBT
     clearly = [_keep(0.9, 0.2)]
     choose_double_keeps(clearly)
     assert clearly[0].double and clearly[0].confidence == 0.9
