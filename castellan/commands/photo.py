@@ -8,7 +8,7 @@ from pathlib import Path
 
 import cv2
 
-from .report import score_table
+from .report import reader_notes, score_table
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -75,6 +75,9 @@ def score_photo(args: argparse.Namespace, data: bytes) -> int:
             print(f"(confidence {reading.confidence:.2f})")
         else:
             print(score_table(reading.score))
+            notes = reader_notes(reading.findings)
+            if notes:
+                print("\n" + notes)
             print(f"\nRead from the photo with confidence {reading.confidence:.2f} "
                   f"in {sum(reading.timings.values()):.2f} s")
         if overlay_path:

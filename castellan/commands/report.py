@@ -33,6 +33,17 @@ def score_table(score: Score) -> str:
     return "\n".join(lines)
 
 
+def reader_notes(findings: list[dict]) -> str:
+    """What the photo reader decided or doubted on its own (a keep that nearly looked stacked, a wall the
+    rules settled), for the player to check by eye; empty when there is nothing."""
+    notes = [f for f in findings if f.get("severity") == "notice"]
+    if not notes:
+        return ""
+    lines = ["Read from the photo with doubt (check these on the table):"]
+    lines += [f"  {f.get('rule', ''):<10} {f.get('message', '')}" for f in notes]
+    return "\n".join(lines)
+
+
 def move_table(check: MoveCheck) -> str:
     added = [f"tower {list(t)}" for t in check.added_towers] + [str(w) for w in check.added_walls] + \
             [str(k) for k in check.added_keeps]

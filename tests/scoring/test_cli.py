@@ -67,3 +67,14 @@ def test_check_move_takes_photos_and_refuses_one_it_cannot_read(tmp_path, capsys
     (tmp_path / "junk.png").write_bytes(b"not an image at all")
     assert main(["check-move", a, str(tmp_path / "junk.png"), "--player", "red"]) == 2
     assert "junk.png" in capsys.readouterr().err
+
+
+def test_a_photo_readings_own_doubts_are_listed_for_the_player_to_check():
+    from castellan.commands.report import reader_notes
+
+    keep = {"rule": "C5", "severity": "notice",
+            "message": "one blue keep nearly looks stacked but was read as a single keep: if it is a Double Keep, its courtyard scores double"}
+    text = reader_notes([keep, {"rule": "G1", "severity": "violation", "message": "not the reader's"}])
+    assert "check these on the table" in text and "one blue keep nearly looks stacked" in text
+    assert "not the reader's" not in text
+    assert reader_notes([]) == ""  # a reading without doubts adds nothing to the table
