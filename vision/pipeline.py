@@ -1085,7 +1085,8 @@ def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None,
                      "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
     if fit is not None:
         step = fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))
-        rect.update({"pitch_px": round(float(np.linalg.norm(step[1] - step[0])), 1),
+        rect.update({"fitted_focal_px": round(float(fit.cam.K[0, 0]), 1),  # focal_px as the pieces' fit left it
+                     "pitch_px": round(float(np.linalg.norm(step[1] - step[0])), 1),
                      "piece_scale": round(fit.dims.tower_half / TOWER_HALF, 3), "height_scale": round(fit.dims.tower_h / TOWER_H, 3)})
     rect["factors"] = {k: round(v, 3) for k, v in verdict.factors.items()}
     return rect

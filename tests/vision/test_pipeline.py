@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -234,3 +235,27 @@ def test_black_table_is_not_mistaken_for_a_dark_photo():
     data = encode_jpeg(render(SMALL_CASTLE, elevation=80, azimuth=30, size=(640, 480), distance=500, seed=8,
                               table_bgr=(22, 20, 20)))
     _assert_scored_right(read_photo(data))
+
+
+def _with_exif_focal(jpeg: bytes, focal_35mm: float) -> bytes:
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(jpeg))
+    exif = Image.Exif()
+    exif.get_ifd(0x8769)[0xA405] = focal_35mm  # FocalLengthIn35mmFilm
+    out = io.BytesIO()
+    img.save(out, "JPEG", quality=92, exif=exif.tobytes())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("elevation, azimuth", [(70, 120), (80, 30)])
+def test_a_focal_length_the_photo_states_is_kept_by_the_fit(elevation, azimuth):
+    # The renders' true lens is 26 mm (35 mm film equivalent). Without EXIF these photos' fits move the
+    # guessed focal length by a fifth; a phone's EXIF is right to a few per cent, so it is kept.
+    data = _with_exif_focal(encode_jpeg(render(SMALL_CASTLE, elevation=elevation, azimuth=azimuth, size=(640, 480),
+                                                distance=520, seed=1)), 26)
+    reading = read_photo(data)
+    rect = reading.rectification
+    assert rect["focal_source"] == "exif"
+    assert rect["fitted_focal_px"] == pytest.approx(26 / math.hypot(36, 24) * math.hypot(640, 480), rel=0.01)
+    _assert_scored_right(reading)
