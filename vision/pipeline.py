@@ -344,6 +344,22 @@ def _straight_through(dirs: list[tuple[int, int]]) -> bool:
     return len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
 
 
+def _faint_walls_across_a_run(fit: Fit, point: tuple[int, int], barely: float = PIECE_MARGIN) -> bool:
+    """Two walls in line pass `point` and every other wall there is barely seen: the run may be one long
+    wall, and the walls across it a strip of table between parallel walls read as plastic."""
+    walls = _walls_at(fit).get(point, [])
+    dirs = {}
+    for i in walls:
+        p, q = fit.elements[i].key
+        far = q if p == point else p
+        dirs[(far[0] - point[0], far[1] - point[1])] = i
+    for run in (((1, 0), (-1, 0)), ((0, 1), (0, -1))):
+        across = [i for d, i in dirs.items() if d not in run]
+        if all(d in dirs for d in run) and across and all(fit.decision.margin[i] < barely for i in across):
+            return True
+    return False
+
+
 def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     """Towers the walls say must be there: walls connect only to towers (G1).
 
@@ -361,6 +377,8 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
         # (A margin is the evidence for the decision taken: a large one means clearly no tower.)
         if len(dirs) < 2 or _straight_through(dirs) or fit.decision.margin[i] > max_doubt:
             continue
+        if _faint_walls_across_a_run(fit, el.key):
+            continue  # a long wall's middle with faint walls across: drop_walls_at_blocked_ends decides
         fit.decision.active[i] = True
         notes.append({"rule": "G1", "severity": "notice",
                       "message": f"walls meet at {list(el.key)}, so a tower stands there although the photo barely shows it"})

@@ -37,6 +37,25 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
 
 
+def test_a_run_of_walls_with_only_faint_walls_across_it_stays_one_long_wall():
+    from vision.pipeline import build_castle, drop_walls_at_blocked_ends
+
+    # A plainly seen run (0,0)-(2,0) and a faint wall across it at (1,0), where the photo barely shows
+    # whether a tower stands: two unseen pieces (the tower G1 would need, the wall) or none. None:
+    # seen obliquely, the strip of table beside a long wall reads as a faint wall (dev unseen19: 52
+    # photos' grey pieces better, 13 worse).
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.05), (2, 0): (True, 0.9), (1, 1): (True, 0.9)}
+    edges = {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (2, 0)): (True, 0.85), ((1, 0), (1, 1)): (True, 0.04)}
+    fit = _fit_with_edges(towers, edges)
+    assert add_required_towers(fit) == [] and not fit.decision.active[1]
+    drop_walls_at_blocked_ends(fit)
+    assert sorted((w.a, w.b) for w in build_castle(fit, [])[0].walls) == [((0, 0), (2, 0))]
+    # A wall across seen clearly makes it a T, and the hidden tower is read.
+    edges[((1, 0), (1, 1))] = (True, 0.7)
+    tee = _fit_with_edges(towers, edges)
+    assert [n["rule"] for n in add_required_towers(tee)] == ["G1"] and tee.decision.active[1]
+
+
 def test_a_barely_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent():
     from vision.pipeline import build_castle, drop_walls_at_blocked_ends
 
