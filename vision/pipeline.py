@@ -328,15 +328,20 @@ def _walls_at(fit: Fit) -> dict[tuple[int, int], list[int]]:
     return walls
 
 
-def _wall_ends(fit: Fit) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """Per lattice point, the directions in which decided walls leave it."""
-    ends: dict[tuple[int, int], list[tuple[int, int]]] = {}
+def _wall_directions(fit: Fit) -> dict[tuple[int, int], dict[tuple[int, int], int]]:
+    """Per lattice point, the decided walls leaving it: direction -> element index."""
+    out: dict[tuple[int, int], dict[tuple[int, int], int]] = {}
     for point, walls in _walls_at(fit).items():
         for i in walls:
             p, q = fit.elements[i].key
             far = q if p == point else p
-            ends.setdefault(point, []).append((far[0] - point[0], far[1] - point[1]))
-    return ends
+            out.setdefault(point, {})[(far[0] - point[0], far[1] - point[1])] = i
+    return out
+
+
+def _wall_ends(fit: Fit) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Per lattice point, the directions in which decided walls leave it."""
+    return {point: list(dirs) for point, dirs in _wall_directions(fit).items()}
 
 
 def _straight_through(dirs: list[tuple[int, int]]) -> bool:
@@ -344,15 +349,10 @@ def _straight_through(dirs: list[tuple[int, int]]) -> bool:
     return len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
 
 
-def _faint_walls_across_a_run(fit: Fit, point: tuple[int, int], barely: float = PIECE_MARGIN) -> bool:
-    """Two walls in line pass `point` and every other wall there is barely seen: the run may be one long
-    wall, and the walls across it a strip of table between parallel walls read as plastic."""
-    walls = _walls_at(fit).get(point, [])
-    dirs = {}
-    for i in walls:
-        p, q = fit.elements[i].key
-        far = q if p == point else p
-        dirs[(far[0] - point[0], far[1] - point[1])] = i
+def _faint_walls_across_a_run(fit: Fit, dirs: dict[tuple[int, int], int], barely: float = PIECE_MARGIN) -> bool:
+    """Two of the walls leaving a point (`dirs`, as _wall_directions gives them) pass it in line and every
+    other one is barely seen: the run may be one long wall, and the walls across it a strip of table
+    between parallel walls read as plastic."""
     for run in (((1, 0), (-1, 0)), ((0, 1), (0, -1))):
         across = [i for d, i in dirs.items() if d not in run]
         if all(d in dirs for d in run) and across and all(fit.decision.margin[i] < barely for i in across):
@@ -370,16 +370,16 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     no tower is added: one long wall with a strip of table beside it read as faint walls is likelier
     than two unseen pieces, and drop_walls_at_blocked_ends then settles the walls across.
     """
-    ends = _wall_ends(fit)
+    walls_from = _wall_directions(fit)
     notes = []
     for i, (el, active) in enumerate(zip(fit.elements, fit.decision.active)):
-        dirs = ends.get(el.key) if el.kind == "tower" else None
-        if active or not dirs:
+        walls = walls_from.get(el.key, {}) if el.kind == "tower" else {}
+        if active or not walls:
             continue
         # (A margin is the evidence for the decision taken: a large one means clearly no tower.)
-        if len(dirs) < 2 or _straight_through(dirs) or fit.decision.margin[i] > max_doubt:
+        if len(walls) < 2 or _straight_through(list(walls)) or fit.decision.margin[i] > max_doubt:
             continue
-        if _faint_walls_across_a_run(fit, el.key):
+        if _faint_walls_across_a_run(fit, walls):
             continue  # a long wall's middle with faint walls across: drop_walls_at_blocked_ends decides
         fit.decision.active[i] = True
         notes.append({"rule": "G1", "severity": "notice",
