@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
+from scoring.courtyards import courtyard_at
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from scoring.findings import castle_parts
 from vision.camera import Camera
@@ -872,6 +873,16 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 
 
+def keeps_that_score(keeps: list[FoundKeep], score) -> list[FoundKeep]:
+    """The keeps whose reading can change a score: those standing in a courtyard of the reading (C2).
+    A keep outside every courtyard is supply; its colour or height changes no courtyard's points (S2-S4;
+    at most a colour misread adds a player with none). Without a score, every keep counts."""
+    if score is None:
+        return keeps
+    yards = [c.courtyard for c in score.courtyards]
+    return [k for k, placed in zip(keeps, score.castle.keeps) if courtyard_at(placed.at, yards) is not None]
+
+
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
            score) -> Assessment:
     """Self-check and confidence: every factor is 0..1; the reading's confidence is their product.
@@ -924,7 +935,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     sized = np.array([len(el.idx) > 0 for el in fit.elements])
     weak = int(np.sum((m < PIECE_MARGIN) & sized))
     f["pieces"] = float(0.9 ** weak * (0.5 if weak > 3 else 1.0))
-    f["keeps"] = keeps_factor(keeps) if keeps else (0.5 if score is not None else 0.0)
+    f["keeps"] = keeps_factor(keeps_that_score(keeps, score)) if keeps else (0.5 if score is not None else 0.0)
     if not keeps:
         findings.append({"rule": "C2", "severity": "warning", "message": "no keeps were found in the photo"})
     f["plane"] = float(np.clip(0.5 + pose.quality, 0, 1))

@@ -445,6 +445,33 @@ def test_two_mild_doubts_are_answered_but_a_keep_height_in_doubt_is_refused():
     assert keeps_factor([weak, weak, weak, weak]) < CONFIDENCE_THRESHOLD
 
 
+def test_only_keeps_in_a_courtyard_can_cost_the_reading_confidence():
+    from dataclasses import replace
+
+    from scoring import Castle, Keep, Wall, score_castle
+    from vision.keeps import TALLER_THAN_ITS_COLOUR
+    from vision.pipeline import CONFIDENCE_THRESHOLD, keeps_factor, keeps_that_score
+
+    # One courtyard, claimed by a yellow keep read clearly; a keep left beside the castle is supply.
+    square = [(0, 0), (1, 0), (1, 1), (0, 1)]
+    walls = tuple(Wall.between(a, b) for a, b in zip(square, square[1:] + square[:1]))
+    claiming = replace(_keep(0.9, -0.3), at=(0.5, 0.5))
+    supply = replace(_keep(0.9, -0.3), at=(2.6, 0.4))
+    supply.doubt = TALLER_THAN_ITS_COLOUR  # read double only for looking taller than its colour's others
+
+    def factor(keeps):
+        castle = Castle(towers=tuple(square), walls=walls, keeps=tuple(Keep(k.colour, k.at, k.double) for k in keeps))
+        return keeps_factor(keeps_that_score(keeps, score_castle(castle)))
+
+    # The supply keep's height changes no score (S3 doubles a courtyard's points only), so it is answered;
+    assert factor([claiming, supply]) == 1.0
+    # the same doubt about the keep claiming the courtyard still refuses.
+    doubted_claim = replace(supply, at=(0.5, 0.5))
+    assert factor([doubted_claim]) < CONFIDENCE_THRESHOLD
+    # Without a castle to score, every keep weighs.
+    assert keeps_that_score([claiming, supply], None) == [claiming, supply]
+
+
 def test_a_refusal_says_which_way_to_move_the_camera():
     # Photos read best from 60-75 degrees (vision.pipeline.BEST_ELEVATION_DEG): a reading refused from
     # straight above asks for a lower photo, one refused from low down a higher one.
