@@ -37,6 +37,24 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
     assert add_required_towers(clear) == [] and not clear.decision.active[1]
 
 
+def test_a_tower_the_photo_leans_to_at_a_walls_free_end_is_read_while_the_boxes_have_towers_left():
+    from vision.pipeline import add_towers_at_free_ends
+
+    # Two walls from the tower at (0, 0), ending free at (1, 0) and (0, 1). The pixels speak a little
+    # for a tower at (1, 0) (margin under 0: kept out only by the decision's cost per pixel) and a
+    # little against one at (0, 1).
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, -0.04), (0, 1): (False, 0.03)}
+    walls = [((0, 0), (1, 0)), ((0, 0), (0, 1))]
+    fit = _fit(towers, walls)
+    notes = add_towers_at_free_ends(fit, [])
+    assert list(fit.decision.active[:3]) == [True, True, False]
+    assert [n["rule"] for n in notes] == ["G1"] and "[1, 0]" in notes[0]["message"]
+    # With every tower of the box already in the castle, a finished game has none to add.
+    full = towers | {(10 + k, 10): (True, 0.9) for k in range(31)}
+    fit = _fit(full, walls)
+    assert add_towers_at_free_ends(fit, []) == [] and not fit.decision.active[1]
+
+
 def test_a_run_of_walls_with_only_faint_walls_across_it_stays_one_long_wall():
     from vision.pipeline import build_castle, drop_walls_at_blocked_ends
 
