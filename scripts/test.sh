@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
-exec .venv/bin/python -m pytest "$@"
+# Two workers, tests handed out one at a time as workers free up (the slowest take minutes each).
+exec .venv/bin/python -m pytest -n 2 --dist worksteal "$@"
