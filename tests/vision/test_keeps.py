@@ -60,7 +60,9 @@ def _top_down_camera() -> Camera:
     return Camera(K, R, t)
 
 
-def test_seen_from_straight_above_a_double_keep_is_told_by_its_size():
+def test_seen_from_straight_above_a_double_keep_is_told_by_its_size_but_not_surely():
+    from vision.keeps import HEIGHT_CAP
+
     cam, dims = _top_down_camera(), Dims()
     keeps = [((0.5, 0.5), False), ((1.5, 0.5), False), ((2.5, 1.5), True), ((0.5, 2.5), False),
              ((3.5, 3.5), False), ((1.5, 3.5), False)]
@@ -68,7 +70,11 @@ def test_seen_from_straight_above_a_double_keep_is_told_by_its_size():
     assert len(found) == 6 and _read_as(found, keeps) == [d for _, d in keeps]
     assert all(k.height_by_size for k in found)
     double = next(k for k in found if k.double)
-    assert double.confidence >= 0.5 and double.fill > 1.05
+    assert double.fill > 1.05
+    # Five keeps alike do not show how far single keeps' sizes scatter in photos (a red keep's colour
+    # bleeding into a wooden table made one look double at full confidence): the height is a guess the
+    # reading weighs as one, so the player is asked to check it rather than given a score.
+    assert double.confidence <= HEIGHT_CAP
 
 
 def test_seen_from_straight_above_with_too_few_keeps_to_compare_the_height_stays_uncertain():
