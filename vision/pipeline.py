@@ -19,9 +19,10 @@ import cv2
 import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
-from scoring.courtyards import courtyard_at
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
+from scoring.courtyards import courtyard_at
 from scoring.findings import castle_parts
+from scoring.score import Score
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, STACKED_BY_A_SMALL_LEAD, TALLER_THAN_ITS_COLOUR,
@@ -902,7 +903,7 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 
 
-def keeps_that_score(keeps: list[FoundKeep], score) -> list[FoundKeep]:
+def keeps_that_score(keeps: list[FoundKeep], score: Score | None) -> list[FoundKeep]:
     """The keeps whose reading can change a score: those standing in a courtyard of the reading (C2).
     A keep outside every courtyard is supply; its colour or height changes no courtyard's points (S2-S4;
     at most a colour misread adds a player with none). Without a score, every keep counts."""
