@@ -20,7 +20,6 @@ import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
-from scoring.courtyards import courtyard_at
 from scoring.findings import castle_parts
 from scoring.score import Score
 from vision.camera import Camera
@@ -400,13 +399,15 @@ def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     unseen19a with the lattice right, such towers (evidence for them, margin under 0) stood there 19
     times of 22, against 13 of 30 for the ones the evidence barely ruled out (margin 0 to 0.1), which
     stay out. Without the count, on dev unseen20 they added more wrong towers than right ones."""
-    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
     tower_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "tower"}
     favoured = []
     for point, dirs in _wall_directions(fit).items():
         i = tower_at.get(point) if len(dirs) == 1 else None
         if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < 0:
             favoured.append((float(fit.decision.margin[i]), point, i))
+    if not favoured:
+        return []
+    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
     notes = []
     for _, point, i in sorted(favoured)[:max(0, short)]:
         fit.decision.active[i] = True
@@ -909,8 +910,8 @@ def keeps_that_score(keeps: list[FoundKeep], score: Score | None) -> list[FoundK
     at most a colour misread adds a player with none). Without a score, every keep counts."""
     if score is None:
         return keeps
-    yards = [c.courtyard for c in score.courtyards]
-    return [k for k, placed in zip(keeps, score.castle.keeps) if courtyard_at(placed.at, yards) is not None]
+    claiming = {k for yard in score.courtyards for k in yard.keeps}  # as scoring assigned them
+    return [k for k, placed in zip(keeps, score.castle.keeps) if placed in claiming]
 
 
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
