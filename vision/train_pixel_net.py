@@ -145,11 +145,12 @@ def train(args: argparse.Namespace) -> int:
     sample = X[tr[:2000]].astype(np.float32)
     net.mean.data = torch.from_numpy(sample.mean(axis=(0, 2, 3))[None, :, None, None])
     net.scale.data = torch.from_numpy(sample.std(axis=(0, 2, 3))[None, :, None, None] + 1e-3)
-    if args.init:  # go on from a trained network (its own standardisation included)
-        net.load_state_dict(torch.load(args.init))
     # Pieces are a small part of a photo: weigh the classes towards even.
     counts = np.bincount(Y[tr[:2000]][Y[tr[:2000]] >= 0].ravel(), minlength=3).astype(np.float64)
     weight = torch.tensor((counts.sum() / (3 * counts)) ** 0.5, dtype=torch.float32)
+    if args.init:  # go on from a trained network (its own standardisation included)
+        net.load_state_dict(load_weights(args.init, weight))
+        print(f"before training: validation {validate(net, X[val], Y[val])}", file=sys.stderr, flush=True)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=1e-4)
     steps = args.epochs * (len(tr) // args.batch)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps)
@@ -190,6 +191,22 @@ def train(args: argparse.Namespace) -> int:
                       opset_version=13, dynamo=False)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def load_weights(path: Path, class_weight) -> dict:
+    """A trained network's weights to go on from: a .pt written by `train`, or a shipped .onnx. The
+    .onnx's last bias had the class weights' logarithm taken off (see `train`); it is put back for
+    this training's class weights, so the network starts where it left off."""
+    import torch
+
+    if path.suffix != ".onnx":
+        return torch.load(path)
+    import onnx
+    from onnx import numpy_helper
+
+    state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in onnx.load(str(path)).graph.initializer}
+    state["head.2.bias"] = state["head.2.bias"] + torch.log(class_weight)
+    return state
 
 
 def validate(net, X: np.ndarray, Y: np.ndarray) -> str:
@@ -235,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--width", type=int, default=24)
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--init", type=Path, help="start from this trained network (.pt, written beside each .onnx)")
+    t.add_argument("--init", type=Path, help="start from this trained network (a .pt written beside each .onnx, or a shipped .onnx)")
     args = ap.parse_args(argv)
     return make_crops(args) if args.command == "crops" else train(args)
 
