@@ -132,7 +132,8 @@ def random_scene(rng: np.random.Generator, size: tuple[int, int] = (640, 480)) -
     x0, y0 = np.min(castle["towers"], axis=0)
     x1, y1 = np.max(castle["towers"], axis=0)
     extent = PITCH * float(max(x1 - x0, y1 - y0, 2))
-    table = tuple(float(v) for v in rng.uniform(20, 235, 3))
+    # Dark tables are in spec but rare among colours drawn channel by channel: a fifth are near black.
+    table = tuple(float(v) for v in (rng.uniform(8, 40, 3) if rng.random() < 0.2 else rng.uniform(20, 235, 3)))
     grey = float(rng.uniform(110, 225))
     keep_bgr = {c: _varied_colour(bgr, rng) for c, bgr in KEEP_BGR.items()}
     return render(castle, elevation=float(rng.uniform(30, 90)), azimuth=float(rng.uniform(0, 360)), size=size,
