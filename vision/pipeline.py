@@ -898,8 +898,13 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     11; the other keeps 4 of 56. (Session 17, readings at 0.1 or more of two later sets: heights in doubt
     9 wrong of 47, the other weak keeps 3 of 79.) A Double Keep chosen by a small lead over its colour's
     runner-up is doubted by comparison too: over all 200 readings of unseen19, 32 of 50 were single.
+    So is any keep read double with less than KEEP_DOUBT: a Double Keep doubles a courtyard's points, and
+    over four development keep probes (unseen17-19) such keeps were single 24 times of 138 (weak keeps
+    otherwise about 1 in 14); unseen22a photo_018 was answered at 0.81 with one (stacked by 0.047, its
+    colour's runner-up far behind, confidence 0.34) that was single.
     """
-    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) for k in keeps]
+    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) or (k.double and k.confidence < KEEP_DOUBT)
+                for k in keeps]
     weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 

@@ -459,6 +459,11 @@ def test_two_mild_doubts_are_answered_but_a_keep_height_in_doubt_is_refused():
     doubted = _keep(0.9, -0.3)
     doubted.doubt = TALLER_THAN_ITS_COLOUR
     assert keeps_factor([sure, doubted]) < CONFIDENCE_THRESHOLD
+    # A keep read double, but with less than even confidence, refuses too; read single as weakly, it is a
+    # mild doubt.
+    weak_double, weak_single = _keep(0.34, 0.047), _keep(0.34, -0.02)
+    assert weak_double.double and not weak_single.double
+    assert keeps_factor([sure, weak_double]) < CONFIDENCE_THRESHOLD <= keeps_factor([sure, weak_single])
     # And four weak keeps are too many.
     assert keeps_factor([weak, weak, weak, weak]) < CONFIDENCE_THRESHOLD
 
