@@ -34,6 +34,8 @@ HEIGHT_CAP = 0.25
 TALLER_THAN_ITS_COLOUR = "taller than its colour's others"
 BIGGER_THAN_ITS_COLOUR = "bigger than its colour's others"
 STACKED_BY_A_SMALL_LEAD = "stacked by a small lead"
+# Why a keep read weakly for its height is single after all (C5: its colour's one Double Keep is read surely).
+SINGLE_BESIDE_ITS_DOUBLE = "single: its colour's Double Keep is read"
 
 
 @dataclass
@@ -183,7 +185,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     return heights_from_size(found)
 
 
-def _shape_confidence(iou: float) -> float:
+def shape_confidence(iou: float) -> float:
     """How surely a blob that a keep's silhouette covers this well is a keep seen whole."""
     return float(np.clip(iou / 0.6, 0, 1))
 
@@ -224,7 +226,7 @@ def heights_from_size(found: list[FoundKeep], *, min_keeps: int = 5, noise_floor
         by_outline = (k.double, k.confidence)
         k.double, k.height_by_size = bool(z > 0), True
         k.stacked = float(np.clip(per_sigma * z, -1.0, 1.0))
-        k.confidence = _shape_confidence(k.iou) * float(np.clip(abs(z) / 2.0, 0.2, 1.0))
+        k.confidence = shape_confidence(k.iou) * float(np.clip(abs(z) / 2.0, 0.2, 1.0))
         k.doubt = "size between single and double" if abs(z) < 2.0 else ""
         # Blobs whose sizes scatter about as widely as a single and a double differ (keeps merged with a
         # shadow, or missing a side), or a blob far bigger or smaller than either, still tell heights
@@ -301,7 +303,7 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
             if not 0.35 <= area / max(1.0, in_view) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
             lead = iou - other - (DOUBLE_LEAD if double else 0.0)
-            conf = float(_shape_confidence(iou) * np.clip(lead / 0.2 + 0.4, 0, 1))
+            conf = float(shape_confidence(iou) * np.clip(lead / 0.2 + 0.4, 0, 1))
             # Seen from straight above, a Double Keep differs from a single one only by how far its top
             # leans; where that difference is a few pixels the height cannot be told, so say so.
             lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))

@@ -24,8 +24,8 @@ from scoring.findings import castle_parts
 from scoring.score import Score
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, STACKED_BY_A_SMALL_LEAD, TALLER_THAN_ITS_COLOUR,
-                          FoundKeep, Occluders, find_keeps)
+from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
+                          TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 from vision.masks import ColourLayers, Masks, colour_layers, compute_masks, printed_mat
 from vision.overlay import OWNER_BGR, draw_overlay
@@ -722,6 +722,9 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     has nothing to stand out from, and judged alone a small lead is more often a single keep's: it is
     read double only by a lead above keeps.DOUBLE_LEAD (of 95 keeps of development renders that two
     stacked keeps explained better by less than that, 19 were double).
+    A colour whose Double Keep is read surely (KEEP_DOUBT or more, no doubt) is settled: its other keeps
+    are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59 keeps so
+    settled in readings with every grey piece right, none was a Double Keep.)
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
@@ -762,6 +765,13 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep nearly looks stacked but was read as a single keep: "
                                      "if it is a Double Keep, its courtyard scores double"})
+        if top.double and top.confidence >= KEEP_DOUBT and not top.height_doubt:
+            # C5 settles the colour: its one Double Keep is read surely, so the others are single, however
+            # their own outline or size left it (seen from nearly straight above, most keeps' heights are
+            # read weakly from their size). Their confidence is then how surely each is a keep at all.
+            for k in rest:
+                if k.confidence < shape_confidence(k.iou):
+                    k.confidence, k.doubt = shape_confidence(k.iou), SINGLE_BESIDE_ITS_DOUBLE
         biggest = max(ks, key=lambda k: k.fill)
         if not any(k.double for k in ks) and not biggest.height_by_size:  # (its size was weighed already)
             others = [k.fill for k in ks if k is not biggest]

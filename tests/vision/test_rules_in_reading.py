@@ -223,10 +223,10 @@ def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
         assert extend_walls_from_towers(fit, []) == [] and build_castle(fit, [])[0].walls == ()
 
 
-def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"):
+def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow", **seen):
     from vision.keeps import FoundKeep
 
-    return FoundKeep(colour, (0.5, 0.5), stacked > 0, conf, (0.0, 0.0), np.zeros((4, 2)), stacked, fill=fill)
+    return FoundKeep(colour, (0.5, 0.5), stacked > 0, conf, (0.0, 0.0), np.zeros((4, 2)), stacked, fill=fill, **seen)
 
 
 def test_the_double_keep_is_chosen_among_the_colours_keeps():
@@ -263,6 +263,27 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     surely_single = [_keep(0.9, -0.30), _keep(0.9, -0.35)]
     choose_double_keeps(surely_single)
     assert [k.confidence for k in surely_single] == [0.9, 0.9]
+
+
+def test_a_surely_read_double_keep_settles_its_colours_other_keeps_as_single():
+    from vision.pipeline import KEEP_DOUBT, choose_double_keeps, keeps_factor
+
+    # Seen nearly straight down, two red keeps' heights were read weakly from their size; the third red
+    # keep leans enough to show its outline, clearly stacked. A player has one Double Keep (C5), so the
+    # other two are single, and the reading may be trusted as far as they are surely keeps at all.
+    def by_size(conf):
+        return _keep(conf, -0.1, colour="red", iou=0.9, height_by_size=True, doubt="sizes scatter")
+
+    weak = [by_size(0.2), by_size(0.4)]
+    clear = _keep(0.95, 0.3, colour="red", iou=0.9)
+    choose_double_keeps(weak + [clear])
+    assert clear.double and not any(k.double for k in weak)
+    assert all(k.confidence >= KEEP_DOUBT for k in weak) and keeps_factor(weak + [clear]) == 1.0
+    # Without a surely read Double Keep the colour is not settled: the same keeps refuse the reading.
+    weak = [by_size(0.2), by_size(0.4)]
+    unsure = _keep(0.45, 0.3, colour="red", iou=0.9)
+    choose_double_keeps(weak + [unsure])
+    assert unsure.double and [k.confidence for k in weak] == [0.2, 0.4] and keeps_factor(weak + [unsure]) < 0.72
 
 
 def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_doubt():
