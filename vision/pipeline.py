@@ -723,8 +723,8 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     read double only by a lead above keeps.DOUBLE_LEAD (of 95 keeps of development renders that two
     stacked keeps explained better by less than that, 19 were double).
     A colour whose Double Keep is read surely (KEEP_DOUBT or more, no doubt) is settled: its other keeps
-    are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59 keeps so
-    settled in readings with every grey piece right, none was a Double Keep.)
+    are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59 weak or
+    doubted keeps so settled in readings with every grey piece right, none was a Double Keep.)
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
