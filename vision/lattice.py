@@ -129,24 +129,37 @@ def projection_sharpness(aligned: np.ndarray) -> float:
     return total
 
 
-def sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.0, step_deg: float = 0.25):
+def sharpest_alignment(top_mask: np.ndarray, angle: float, span_deg: float = 3.0, step_deg: float = 0.25,
+                       coarse_steps: int = 4):
     """The rotation near `angle` under which the mask's row and column projections are sharpest.
 
     Walls seen exactly along an axis pile up into narrow peaks; a degree off smears each wall over
-    several columns of a castle ten steps wide. Returns (angle, rotation matrix, aligned mask,
-    sharpness), the aligned mask having the lattice axes along its columns and rows.
+    several columns of a castle ten steps wide. The angles `span_deg` either side are scanned every
+    `coarse_steps` steps of `step_deg`, then every step around the sharpest: the sharpness rises
+    smoothly to its peak, and this finds the full scan's angle on 563 of 564 development masks
+    (session 22) for half the rotations, which were most of the lattice stage's time.
+    Returns (angle, rotation matrix, aligned mask, sharpness), the aligned mask having the lattice
+    axes along its columns and rows.
     """
     h, w = top_mask.shape
     centre = (w / 2.0, h / 2.0)
     src = top_mask.astype(np.float32)
-    best = None
-    for d in np.arange(-span_deg, span_deg + 1e-9, step_deg):
-        a = angle + math.radians(d)
-        rot = cv2.getRotationMatrix2D(centre, math.degrees(a), 1.0)
-        aligned = cv2.warpAffine(src, rot, (w, h), flags=cv2.INTER_LINEAR)
-        sharpness = projection_sharpness(aligned)
-        if best is None or sharpness > best[0]:
-            best = (sharpness, a, rot, aligned)
+    n = int(round(span_deg / step_deg))
+    tried: dict[int, tuple] = {}
+
+    def best_of(steps) -> tuple:
+        for i in steps:
+            if i not in tried:
+                a = angle + math.radians(i * step_deg)
+                rot = cv2.getRotationMatrix2D(centre, math.degrees(a), 1.0)
+                aligned = cv2.warpAffine(src, rot, (w, h), flags=cv2.INTER_LINEAR)
+                tried[i] = (projection_sharpness(aligned), a, rot, aligned)
+        # Ties go to the lowest angle, as in a single scan from -span to +span.
+        return max((tried[i] for i in sorted(tried)), key=lambda t: t[0])
+
+    best = best_of(range(-n, n + 1, coarse_steps))
+    centre_step = int(round(math.degrees(best[1] - angle) / step_deg))
+    best = best_of(range(max(-n, centre_step - coarse_steps + 1), min(n, centre_step + coarse_steps - 1) + 1))
     return best[1], best[2], best[3], best[0]
 
 
