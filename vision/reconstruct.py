@@ -76,16 +76,32 @@ def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
     A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
     long wall does run through the lattice point it passes over.
     """
-    tower = np.array([kind == "tower" for kind, _ in keys], bool)
-    a = np.array([key if kind == "tower" else key[0] for kind, key in keys], float).reshape(-1, 2)
-    b = np.array([key if kind == "tower" else key[1] for kind, key in keys], float).reshape(-1, 2)
-    centre = (a + b) / 2.0
-    along_i = (a[:, 1] == b[:, 1])[:, None]
-    half = np.where(tower[:, None], [d.tower_half, d.tower_half], np.where(along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
-    height = np.where(tower, d.tower_h, d.wall_h)
-    xy = centre[:, None, :] + BOX_SIGNS[None, :, :2] * half[:, None, :]
-    z = BOX_SIGNS[None, :, 2] * height[:, None]
-    return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
+    return PiecePlaces.of(keys).corners(d)
+
+
+@dataclass(frozen=True)
+class PiecePlaces:
+    """Where many pieces stand, as arrays, so their boxes can be drawn again at other sizes cheaply."""
+
+    tower: np.ndarray  # (N,) bool: a tower, else a wall on an edge
+    centre: np.ndarray  # (N, 2) lattice units
+    along_i: np.ndarray  # (N, 1) bool: the edge runs along i
+
+    @classmethod
+    def of(cls, keys: list[tuple[str, tuple]]) -> "PiecePlaces":
+        tower = np.array([kind == "tower" for kind, _ in keys], bool)
+        a = np.array([key if kind == "tower" else key[0] for kind, key in keys], float).reshape(-1, 2)
+        b = np.array([key if kind == "tower" else key[1] for kind, key in keys], float).reshape(-1, 2)
+        return cls(tower, (a + b) / 2.0, (a[:, 1] == b[:, 1])[:, None])
+
+    def corners(self, d: Dims) -> np.ndarray:
+        """(N * 8, 3) box corners of pieces of sizes `d`."""
+        half = np.where(self.tower[:, None], [d.tower_half, d.tower_half],
+                        np.where(self.along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
+        height = np.where(self.tower, d.tower_h, d.wall_h)
+        xy = self.centre[:, None, :] + BOX_SIGNS[None, :, :2] * half[:, None, :]
+        z = BOX_SIGNS[None, :, 2] * height[:, None]
+        return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
 
 
 def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims,
@@ -212,11 +228,12 @@ class Fit:
         return cover
 
 
-def union_score(cam: Camera, keys: list[tuple[str, tuple]], dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
-    """Sum of `weight` (flat) under the union of the given pieces' silhouettes."""
-    if not keys:
+def union_score(cam: Camera, places: PiecePlaces, dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
+    """Sum of `weight` (flat) under the union of the silhouettes of pieces at `places`."""
+    n = len(places.tower)
+    if not n:
         return 0.0
-    px = cam.project(_all_corners(keys, dims)).reshape(len(keys), 8, 2)
+    px = cam.project(places.corners(dims)).reshape(n, 8, 2)
     return union_weight(np.ascontiguousarray(px, np.float64), weight, shape[1], shape[0])
 
 
@@ -236,6 +253,7 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
     if not keys:
         return fit.lattice, fit.dims, fit.adj
     pivot = np.r_[np.mean(np.array(fit.sites, float), axis=0), 0.0]
+    places = PiecePlaces.of(keys)
     # The focal length is left alone: near straight down the silhouettes barely constrain it, and it
     # sets how far a keep's top leans, which is how a Double Keep is told from a single one.
     params = np.zeros(7)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log size
@@ -256,7 +274,7 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         cam = cam_table.with_table_frame(lat.affine())
         if adj != (0.0, 0.0, 1.0):
             cam = cam.adjusted(pivot, *adj)
-        return union_score(cam, keys, dims, shape, weight)
+        return union_score(cam, places, dims, shape, weight)
 
     best = score(params)
     for _ in range(levels):
