@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from vision.comb_kernel import comb_contrast_kernel
+
 
 @dataclass(frozen=True)
 class Lattice:
@@ -96,26 +98,8 @@ def comb_contrast(profile: np.ndarray, periods: np.ndarray) -> tuple[np.ndarray,
     # true comb but follows the outline for a period as wide as the castle. (All periods at once.)
     half = periods[:, None] / 2
     local = (np.interp(n + 0.5 + half, edges, cum) - np.interp(n + 0.5 - half, edges, cum)) / periods[:, None]
-    r = p[None, :] - local
-    # Every period's lines at once, padded to the most any period has (a period about as long as the
-    # profile has fewer than two lines and shows no comb).
-    lines = phases[:, None] + np.arange(int(np.ceil(len(p) / periods.min())) + 1)[None, :] * periods[:, None]
-    on_profile = lines < len(p)
-    count = np.maximum(on_profile.sum(axis=1), 1)
-    on_lines = np.where(on_profile, _sample_rows(r, np.minimum(lines, len(p) - 1)), 0.0).sum(axis=1) / count
-    offsets = lines[:, None, :] + _BETWEEN[None, :, None] * periods[:, None, None]
-    between = (np.where(on_profile[:, None, :], _sample_rows(r, offsets), 0.0).sum(axis=2) / count[:, None]).max(axis=1)
-    contrast = np.where(on_profile.sum(axis=1) < 2, -np.inf, (on_lines - between) / scale)
+    contrast = comb_contrast_kernel(p, local, periods, phases, _BETWEEN, scale)
     return contrast, phases, np.abs(amps) / (scale * len(p))
-
-
-def _sample_rows(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Row k of `rows` (K, N) linearly interpolated at positions x[k, ...] (>= 0); 0 beyond its last sample."""
-    last = rows.shape[1] - 1
-    i = np.minimum(np.floor(x).astype(np.int64), last)
-    k = np.arange(rows.shape[0]).reshape((-1,) + (1,) * (x.ndim - 1))
-    lo, hi = rows[k, i], rows[k, np.minimum(i + 1, last)]
-    return np.where(x > last, 0.0, lo + (hi - lo) * (x - i))
 
 
 def _local_maxima(values: np.ndarray, count: int, min_ratio: float = 1.15) -> list[int]:
