@@ -292,9 +292,9 @@ def compute_masks(bgr: np.ndarray, *, chroma_grey: float = 16.0, chroma_keep: fl
     grey &= ~glare
     label = np.zeros(hue.shape, np.uint8)
     if keep.any():
-        d = np.stack([np.minimum(np.abs(hue - c), 180 - np.abs(hue - c)) for c in centres])
-        label = (np.argmin(d, axis=0) + 1).astype(np.uint8)
-        label[~keep] = 0
+        h = hue[keep]  # only keep pixels get a colour (a few % of the photo)
+        d = np.stack([np.minimum(np.abs(h - c), 180 - np.abs(h - c)) for c in centres])
+        label[keep] = np.argmin(d, axis=0) + 1
         # On a cloth of a keep colour (green felt, blue gingham) the cloth's shadows have that hue too;
         # a keep of that colour must then be clearly brighter than the lit cloth, or clearly more
         # saturated than nearly all of it (a red keep on terracotta or cherry wood), to count. (The

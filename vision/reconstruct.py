@@ -18,7 +18,7 @@ import numpy as np
 from vision.camera import Camera
 from vision.icm_kernel import icm_kernel
 from vision.lattice import Lattice
-from vision.silhouette_kernel import silhouette_pixels, union_weight
+from vision.silhouette_kernel import row_sums, silhouette_pixels, union_weight
 
 log = logging.getLogger(__name__)
 
@@ -228,13 +228,14 @@ class Fit:
         return cover
 
 
-def union_score(cam: Camera, places: PiecePlaces, dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
-    """Sum of `weight` (flat) under the union of the silhouettes of pieces at `places`."""
+def union_score(cam: Camera, places: PiecePlaces, dims: Dims, shape: tuple[int, int], sums: np.ndarray) -> float:
+    """Sum of the weights under the union of the silhouettes of pieces at `places` (`sums`: the
+    weights' silhouette_kernel.row_sums)."""
     n = len(places.tower)
     if not n:
         return 0.0
     px = cam.project(places.corners(dims)).reshape(n, 8, 2)
-    return union_weight(np.ascontiguousarray(px, np.float64), weight, shape[1], shape[0])
+    return union_weight(np.ascontiguousarray(px, np.float64), sums, shape[1], shape[0])
 
 
 def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
@@ -254,6 +255,7 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         return fit.lattice, fit.dims, fit.adj
     pivot = np.r_[np.mean(np.array(fit.sites, float), axis=0), 0.0]
     places = PiecePlaces.of(keys)
+    sums = row_sums(weight, shape)
     # The focal length is left alone: near straight down the silhouettes barely constrain it, and it
     # sets how far a keep's top leans, which is how a Double Keep is told from a single one.
     params = np.zeros(7)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log size
@@ -274,7 +276,7 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         cam = cam_table.with_table_frame(lat.affine())
         if adj != (0.0, 0.0, 1.0):
             cam = cam.adjusted(pivot, *adj)
-        return union_score(cam, places, dims, shape, weight)
+        return union_score(cam, places, dims, shape, sums)
 
     best = score(params)
     for _ in range(levels):
