@@ -86,11 +86,11 @@ def _ious(polys: list[np.ndarray], blob: np.ndarray, bbox: tuple[int, int, int, 
     silhouettes' `hidden` pixels. All are drawn in one tile that holds the blob and every silhouette."""
     H, W = blob.shape
     bx, by, bw, bh = bbox
-    xs = [bx] + [float(q[:, 0].min()) for q in polys]
-    ys = [by] + [float(q[:, 1].min()) for q in polys]
-    x0, y0 = int(max(0, min(xs) - 2)), int(max(0, min(ys) - 2))
-    x1 = int(min(W, max([bx + bw] + [float(q[:, 0].max()) for q in polys]) + 3))
-    y1 = int(min(H, max([by + bh] + [float(q[:, 1].max()) for q in polys]) + 3))
+    corners = np.concatenate(polys) if polys else np.zeros((0, 2), np.float32)
+    lo = np.minimum(corners.min(axis=0, initial=np.inf), (bx, by))
+    hi = np.maximum(corners.max(axis=0, initial=-np.inf), (bx + bw, by + bh))
+    x0, y0 = int(max(0, lo[0] - 2)), int(max(0, lo[1] - 2))
+    x1, y1 = int(min(W, hi[0] + 3)), int(min(H, hi[1] + 3))
     if x1 <= x0 or y1 <= y0:
         return [(0.0, 0)] * len(polys)
     b = blob[y0:y1, x0:x1]
