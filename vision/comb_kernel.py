@@ -1,8 +1,8 @@
 """The per-period loop of the lattice's comb contrast (lattice.comb_contrast), compiled with numba.
 
 Four hundred candidate periods are scored on each projection, four projections per reading; each score
-samples the profile on the period's lines and at nine offsets between them. In Python that loop was a
-tenth of the lattice stage, and done as arrays for all periods at once it needs (periods x offsets x
+samples the profile on the period's lines and at nine offsets between them. In Python that loop was about
+a quarter of the lattice stage, and done as arrays for all periods at once it needs (periods x offsets x
 lines) samples in memory, which for the short periods of a castle-only pose was slower still.
 """
 from __future__ import annotations

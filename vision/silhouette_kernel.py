@@ -157,7 +157,7 @@ def union_weight(px: np.ndarray, sums: np.ndarray, width: int, height: int) -> f
     """Sum of the weights over the union of the boxes' silhouettes (px: (N, 8, 2)), from their `sums`
     (row_sums). Each silhouette is a span per row; the spans of a row are merged where they overlap, so
     a pixel counts once, and each merged span weighs one difference of running sums. (The refinement
-    asks this some hundreds of times per photo; visiting every pixel was a tenth of a reading.)"""
+    asks this some hundreds of times per photo; most of each call is drawing the boxes' rows.)"""
     n = px.shape[0]
     rows = np.empty(height + 1, np.int64)
     x0 = np.empty(height + 1, np.int64)
