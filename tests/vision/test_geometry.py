@@ -9,7 +9,7 @@ import pytest
 
 from tests.vision.toyscene import look_at_camera
 from vision.camera import Camera, focal_from_homography
-from vision.lattice import fit_lattice
+from vision.lattice import _BETWEEN, comb_contrast, fit_lattice, projection_sharpness, sharpest_alignment
 
 
 @pytest.mark.parametrize("elevation", [40.0, 60.0, 85.0])
@@ -51,3 +51,45 @@ def test_lattice_pitch_angle_and_origin_from_a_grid_of_towers():
     assert (math.degrees(lat.angle - angle) + 45) % 90 - 45 == pytest.approx(0, abs=1.0)
     ij = lat.to_lattice(origin[None])[0]
     assert np.allclose(ij, np.round(ij), atol=0.12)
+
+
+def _comb_contrast_by_definition(profile: np.ndarray, periods: np.ndarray, phases: np.ndarray) -> np.ndarray:
+    """comb_contrast's contrast written out with numpy, one period at a time."""
+    p = profile - profile.mean()
+    n = np.arange(len(p))
+    scale = float(np.sqrt(np.mean(p * p)))
+    out = np.full(len(periods), -np.inf)
+    for k, (period, phase) in enumerate(zip(periods, phases)):
+        # The local mean over one period, centred on each sample.
+        lo, hi = np.clip(n + 0.5 - period / 2, 0, len(p)), np.clip(n + 0.5 + period / 2, 0, len(p))
+        cum = np.concatenate([[0.0], np.cumsum(p)])
+        local = (np.interp(hi, np.arange(len(cum)), cum) - np.interp(lo, np.arange(len(cum)), cum)) / period
+        r = p - local
+        lines = np.arange(phase, len(p), period)
+        if len(lines) >= 2:
+            between = max(np.interp(lines + f * period, n, r, right=0.0).mean() for f in _BETWEEN)
+            out[k] = (np.interp(lines, n, r).mean() - between) / scale
+    return out
+
+
+def test_comb_contrast_is_its_definition_and_peaks_at_the_comb_period():
+    x = np.arange(300)
+    profile = np.maximum(0.0, np.cos(2 * np.pi * (x - 7.0) / 23.0)) ** 6 * 40 * ((x > 30) & (x < 270)) + (x % 5)
+    periods = np.geomspace(6.0, 120.0, 200)
+    contrast, phases, _ = comb_contrast(profile, periods)
+    assert np.allclose(contrast, _comb_contrast_by_definition(profile, periods, phases), rtol=1e-9, atol=1e-12)
+    assert periods[np.argmax(contrast)] == pytest.approx(23.0, rel=0.03)
+
+
+def test_the_coarse_then_fine_angle_search_finds_the_full_scans_angle():
+    mask = np.zeros((300, 300), np.uint8)
+    for i in range(3, 13):  # walls of a lattice 20 px apart, turned by 1.3 degrees
+        cv2.line(mask, (20 * i, 40), (20 * i, 260), 1, 3)
+        cv2.line(mask, (40, 20 * i), (260, 20 * i), 1, 3)
+    rot = cv2.getRotationMatrix2D((150, 150), 1.3, 1.0)
+    mask = cv2.warpAffine(mask, rot, (300, 300), flags=cv2.INTER_NEAREST).astype(bool)
+    for start in (0.0, math.radians(0.6), math.radians(-2.0)):
+        full = max((start + math.radians(d) for d in np.arange(-3.0, 3.0 + 1e-9, 0.25)),
+                   key=lambda a: projection_sharpness(cv2.warpAffine(mask.astype(np.float32), cv2.getRotationMatrix2D(
+                       (150.0, 150.0), math.degrees(a), 1.0), (300, 300), flags=cv2.INTER_LINEAR)))
+        assert sharpest_alignment(mask, start)[0] == pytest.approx(full, abs=1e-12)
