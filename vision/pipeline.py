@@ -1160,8 +1160,10 @@ def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None,
     rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size),
                             "pixels_read_by": pixels.describe() if pixels is not None else "colour rules"}
     if pose is not None:
+        # The pose calls any focal length the photo came with "exif"; one from a camera profile is said as such.
+        focal_source = "profile" if pose.focal_source == "exif" and photo.focal_source == "profile" else pose.focal_source
         rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
-                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
+                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": focal_source})
     if fit is not None:
         step = fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))
         rect.update({"fitted_focal_px": round(float(fit.cam.K[0, 0]), 1),  # focal_px as the pieces' fit left it

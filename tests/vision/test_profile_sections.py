@@ -4,6 +4,8 @@ Tiny images: flat colour patches for the keep labels, tests/vision/toyscene.py f
 """
 from __future__ import annotations
 
+import math
+
 import cv2
 import numpy as np
 import pytest
@@ -112,6 +114,17 @@ def test_a_true_profile_still_reads_the_castle(top_down):
     without, with_profile = read_photo(top_down), read_photo(top_down, profile=profile)
     assert with_profile.refusal is None, with_profile.refusal
     assert with_profile.to_json()["players"] == without.to_json()["players"]
+
+
+def test_a_camera_profiles_focal_length_is_used_and_reported_as_the_profiles(top_down):
+    # The toy scene's lens: 26 mm (35 mm film equivalent) on 640 x 480; the profile says 3 % longer.
+    f = 1.03 * 26.0 / math.hypot(36, 24) * math.hypot(640, 480)
+    profile = parse_profile({"format": "castellan-profile/1", "camera": {
+        "image_size": [640, 480], "focal_px": [f, f], "principal_point_px": [320.0, 240.0]}})
+    rect = read_photo(top_down, profile=profile).rectification
+    assert rect["focal_source"] == "profile"
+    assert rect["focal_px"] == pytest.approx(f, abs=0.1)
+    assert read_photo(top_down).rectification["focal_source"] != "profile"
 
 
 @pytest.mark.parametrize("section, field", [
