@@ -723,9 +723,13 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     has nothing to stand out from, and judged alone a small lead is more often a single keep's: it is
     read double only by a lead above keeps.DOUBLE_LEAD (of 95 keeps of development renders that two
     stacked keeps explained better by less than that, 19 were double).
-    A colour whose Double Keep is read surely (KEEP_DOUBT or more, no doubt) is settled: its other keeps
-    are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59 weak or
-    doubted keeps so settled in readings with every grey piece right, none was a Double Keep.)
+    A colour whose Double Keep is read surely by its outline (KEEP_DOUBT or more, no doubt) is settled: its
+    other keeps are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59
+    weak or doubted keeps so settled in readings with every grey piece right, none was a Double Keep.) A
+    Double Keep read from its size does not settle its colour: on unseen22f two readings from straight
+    above were answered wrongly when one did (a single keep as big as a double, and another colour's
+    doubts lifted while one colour's Double Keep went unread); without it both were refused, and of the
+    right answers of unseen22b-f (400 photos) one was lost.
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
@@ -766,7 +770,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep nearly looks stacked but was read as a single keep: "
                                      "if it is a Double Keep, its courtyard scores double"})
-        if top.double and top.confidence >= KEEP_DOUBT and not top.height_doubt:
+        if top.double and top.confidence >= KEEP_DOUBT and not top.height_doubt and not top.height_by_size:
             # C5 settles the colour: its one Double Keep is read surely, so the others are single, however
             # their own outline or size left it (seen from nearly straight above, most keeps' heights are
             # read weakly from their size). Their confidence is then how surely each is a keep at all.

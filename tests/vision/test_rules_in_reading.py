@@ -284,6 +284,13 @@ def test_a_surely_read_double_keep_settles_its_colours_other_keeps_as_single():
     unsure = _keep(0.45, 0.3, colour="red", iou=0.9)
     choose_double_keeps(weak + [unsure])
     assert unsure.double and [k.confidence for k in weak] == [0.2, 0.4] and keeps_factor(weak + [unsure]) < 0.72
+    # Nor by a Double Keep whose height was itself read from its size, however surely: from above a single
+    # keep's blob can be as big as a double's (unseen22f photo_087, 70-90 degrees: a single red keep read
+    # double by size at 0.57 settled its colour and the reading was answered, wrongly, at 0.9).
+    weak = [by_size(0.2), by_size(0.4)]
+    big = _keep(0.9, 0.3, colour="red", iou=0.9, height_by_size=True)
+    choose_double_keeps(weak + [big])
+    assert big.double and [k.confidence for k in weak] == [0.2, 0.4] and keeps_factor(weak + [big]) < 0.72
 
 
 def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_doubt():
