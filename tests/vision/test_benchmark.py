@@ -98,3 +98,22 @@ def test_keep_heights_are_tallied_by_the_keeps_own_confidence(tmp_path, capsys):
     assert "keep confidence" in capsys.readouterr().out
     assert keep_heights_main([str(tmp_path / "nope")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_same_readings_names_the_photos_whose_reading_changed(tmp_path, capsys):
+    from benchmarks.same_readings import differences, main
+
+    castle = {"format": "castellan/1", "towers": [[0, 0]], "walls": [], "keeps": []}
+    before = {"a.jpg": {"castle": castle, "confidence": 0.9, "refusal": None},
+              "b.jpg": {"castle": castle, "confidence": 0.9, "refusal": None},
+              "c.jpg": {"castle": None, "confidence": 0.0, "refusal": "too dark"}}
+    after = {"a.jpg": dict(before["a.jpg"]), "b.jpg": dict(before["b.jpg"], confidence=0.85), "c.jpg": dict(before["c.jpg"])}
+    assert differences(before, after) == ["b.jpg"]
+    after["c.jpg"]["castle"] = castle
+    assert differences(before, after) == ["b.jpg", "c.jpg"]
+    (tmp_path / "before.json").write_text(json.dumps(before))
+    (tmp_path / "after.json").write_text(json.dumps(after))
+    assert main(["compare", str(tmp_path / "before.json"), str(tmp_path / "after.json")]) == 1
+    assert "1 of 3 readings the same" in capsys.readouterr().out
+    assert main(["record", str(tmp_path / "out.json"), str(tmp_path / "missing.jpg")]) == 2
+    assert "no such photo" in capsys.readouterr().err
