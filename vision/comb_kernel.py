@@ -15,11 +15,9 @@ from numba import njit
 def _sample(r: np.ndarray, x: float, beyond: float) -> float:
     """r linearly interpolated at x >= 0 (its samples at 0, 1, ...); `beyond` past the last sample."""
     last = r.shape[0] - 1
-    if x > last:
-        return beyond
-    i = min(int(np.floor(x)), last)
-    if i == last:
-        return r[last]
+    if x >= last:
+        return beyond if x > last else r[last]
+    i = int(x)
     return r[i] + (r[i + 1] - r[i]) * (x - i)
 
 

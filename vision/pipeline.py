@@ -200,6 +200,14 @@ def top_view(mask: np.ndarray, cam: Camera, z: float, size: int = 640) -> tuple[
     return top, ppu, (float(lo[0]), float(lo[1]))
 
 
+GIVEN_FOCAL_SOURCES = ("exif", "profile")  # a focal length the photo came with: kept, not searched
+
+
+def given_focal_source(photo: DecodedPhoto) -> str:
+    """Where the photo's own focal length (if any) came from, as the pose names it: a camera profile or EXIF."""
+    return "profile" if photo.focal_source == "profile" else "exif"
+
+
 class PhotoCues:
     """What every reading of one photo finds alike, whichever pixel models it reads with: the colour
     layers, the calibration mat's pose and the photo's line segments, each computed when first needed."""
@@ -213,7 +221,7 @@ class PhotoCues:
 
     @cached_property
     def mat_pose(self) -> TablePose | None:
-        return pose_from_mat(self.photo.bgr, self.photo.focal_px)
+        return pose_from_mat(self.photo.bgr, self.photo.focal_px, given_focal_source(self.photo))
 
     @cached_property
     def segments(self) -> np.ndarray:
@@ -236,7 +244,7 @@ def table_pose(photo: DecodedPhoto, grey: np.ndarray, cues: PhotoCues | None = N
     best, best_q = None, -1.0
     segments = cues.segments
     for area in (band, region):
-        pose = pose_from_castle(photo.bgr, area, photo.focal_px, segments)
+        pose = pose_from_castle(photo.bgr, area, photo.focal_px, segments, given_focal_source(photo))
         if pose is None:
             continue
         tv = top_view(grey, pose.camera, 0.0, size=400)
@@ -1138,7 +1146,7 @@ def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarr
     sets = 1 if keep_colours_in_view(masks.keep_label, region) <= 2 else 2
     return fit_castle(pose.camera, lattice, soft, dont_care,
                       plausibility=make_plausibility(sets), pitch_known=pose.unit == "mm",
-                      focal_known=pose.focal_source == "exif", dims=dims)
+                      focal_known=pose.focal_source in GIVEN_FOCAL_SOURCES, dims=dims)
 
 
 def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[int, int], scale: float) -> dict:
@@ -1164,10 +1172,8 @@ def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None,
     rect: dict[str, Any] = {"working_size": list(photo.bgr.shape[1::-1]), "original_size": list(photo.original_size),
                             "pixels_read_by": pixels.describe() if pixels is not None else "colour rules"}
     if pose is not None:
-        # The pose calls any focal length the photo came with "exif"; one from a camera profile is said as such.
-        focal_source = "profile" if pose.focal_source == "exif" and photo.focal_source == "profile" else pose.focal_source
         rect.update({"source": pose.source, "elevation_deg": round(pose.camera.elevation_deg, 1),
-                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": focal_source})
+                     "focal_px": round(float(pose.camera.K[0, 0]), 1), "focal_source": pose.focal_source})
     if fit is not None:
         step = fit.cam.project(np.array([[0, 0, 0], [1, 0, 0.0]]))
         rect.update({"fitted_focal_px": round(float(fit.cam.K[0, 0]), 1),  # focal_px as the pieces' fit left it

@@ -39,9 +39,10 @@ class TablePose:
         return cv2.perspectiveTransform(corners, np.asarray(self.mat_to_image, np.float64))[0]
 
 
-def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | None) -> tuple[np.ndarray, str]:
-    if exif_focal is not None:
-        return intrinsics(width, height, exif_focal), "exif"
+def _focal(width: int, height: int, given_focal: float | None, given_source: str,
+           H: np.ndarray | None) -> tuple[np.ndarray, str]:
+    if given_focal is not None:
+        return intrinsics(width, height, given_focal), given_source
     if H is not None:
         f = focal_from_homography(H, width, height)
         if f is not None:
@@ -49,7 +50,9 @@ def _focal(width: int, height: int, exif_focal: float | None, H: np.ndarray | No
     return intrinsics(width, height), "default"
 
 
-def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None:
+def pose_from_mat(bgr: np.ndarray, given_focal: float | None, given_source: str = "exif") -> TablePose | None:
+    """The table plane from the calibration mat; `given_focal` (pixels) is the photo's EXIF or camera
+    profile focal length (`given_source`: "exif" or "profile"), else it is measured from the mat."""
     try:
         from calibration.mat import find_mat
     except ImportError:  # the calibration package is optional for the castle-only path
@@ -59,7 +62,7 @@ def pose_from_mat(bgr: np.ndarray, exif_focal: float | None) -> TablePose | None
         return None
     h, w = bgr.shape[:2]
     H = det.homography_inv  # mat mm -> image px
-    K, fsrc = _focal(w, h, exif_focal, H)
+    K, fsrc = _focal(w, h, given_focal, given_source, H)
     cam = _camera_from_mat_points(det.all_mat_points_mm, det.all_image_points, K) or Camera.from_homography(H, K)
     quality = float(np.clip(1.0 - det.rms_mm / 2.0, 0.0, 1.0)) * min(1.0, len(det.corner_ids) / 12.0)
     return TablePose(cam, "mat", "mm", quality, fsrc, H, det.paper)
@@ -198,9 +201,10 @@ def find_vanishing_points(segs: np.ndarray, k: int = 3, tol_deg: float = 1.5, it
     return out
 
 
-def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | None,
-                     all_segments: np.ndarray | None = None) -> TablePose | None:
-    """Table orientation from the two orthogonal wall directions; None when they cannot be seen."""
+def pose_from_castle(bgr: np.ndarray, region: np.ndarray, given_focal: float | None,
+                     all_segments: np.ndarray | None = None, given_source: str = "exif") -> TablePose | None:
+    """Table orientation from the two orthogonal wall directions; None when they cannot be seen.
+    `given_focal` and `given_source` as for pose_from_mat; without one the focal length is found too."""
     h, w = bgr.shape[:2]
     if all_segments is None:
         all_segments = line_segments(bgr)
@@ -225,7 +229,7 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | No
             if a == b:
                 continue
             va, vb = Ninv @ vps[a][0], Ninv @ vps[b][0]
-            K = _pair_intrinsics(va, vb, w, h, exif_focal)
+            K = _pair_intrinsics(va, vb, w, h, given_focal)
             if K is None:
                 continue
             da, db = _unit(np.linalg.solve(K, va)), _unit(np.linalg.solve(K, vb))
@@ -260,7 +264,7 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, exif_focal: float | No
     t = ray * depth  # the table origin: the castle's centre, camera height 1
     cam = Camera(K, np.stack([r1, r2, up], axis=1), t)
     quality = float(np.clip(support, 0, 1) * np.clip(1 - ortho / 0.2, 0, 1))
-    fsrc = "exif" if exif_focal is not None else ("vanishing-points" if K[0, 0] != intrinsics(w, h)[0, 0] else "default")
+    fsrc = given_source if given_focal is not None else ("vanishing-points" if K[0, 0] != intrinsics(w, h)[0, 0] else "default")
     return TablePose(cam, "castle", "camera-height", quality, fsrc)
 
 

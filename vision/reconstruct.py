@@ -18,7 +18,7 @@ import numpy as np
 from vision.camera import Camera
 from vision.icm_kernel import icm_kernel
 from vision.lattice import Lattice
-from vision.silhouette_kernel import row_sums, silhouette_pixels, union_weight
+from vision.silhouette_kernel import silhouette_pixels, union_weight
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +67,7 @@ BOX_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in
 
 def element_boxes(kind: str, key: tuple, d: Dims) -> np.ndarray:
     """Corners (8, 3) in lattice units of the box a piece occupies."""
-    return _all_corners([(kind, key)], d)
-
-
-def _all_corners(keys: list[tuple[str, tuple]], d: Dims) -> np.ndarray:
-    """The boxes of many pieces at once, (N * 8, 3).
-
-    A wall box spans the whole edge; where a tower stands the tower's box covers it anyway, and a
-    long wall does run through the lattice point it passes over.
-    """
-    return PiecePlaces.of(keys).corners(d)
+    return PiecePlaces.of([(kind, key)]).corners(d)
 
 
 @dataclass(frozen=True)
@@ -95,7 +86,9 @@ class PiecePlaces:
         return cls(tower, (a + b) / 2.0, (a[:, 1] == b[:, 1])[:, None])
 
     def corners(self, d: Dims) -> np.ndarray:
-        """(N * 8, 3) box corners of pieces of sizes `d`."""
+        """(N * 8, 3) box corners of pieces of sizes `d`. A wall box spans the whole edge; where a tower
+        stands the tower's box covers it anyway, and a long wall does run through the lattice point it
+        passes over."""
         half = np.where(self.tower[:, None], [d.tower_half, d.tower_half],
                         np.where(self.along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
         height = np.where(self.tower, d.tower_h, d.wall_h)
@@ -119,7 +112,7 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         for (k, l) in ((i + 1, j), (i, j + 1)):
             if (k, l) in site_set:
                 keys.append(("edge", ((i, j), (k, l))))
-    corners = _all_corners(keys, d)
+    corners = PiecePlaces.of(keys).corners(d)
     px = cam.project(corners).reshape(len(keys), 8, 2)
     lo = np.floor(px.min(axis=1)).astype(int)
     hi = np.ceil(px.max(axis=1)).astype(int)
@@ -228,14 +221,13 @@ class Fit:
         return cover
 
 
-def union_score(cam: Camera, places: PiecePlaces, dims: Dims, shape: tuple[int, int], sums: np.ndarray) -> float:
-    """Sum of the weights under the union of the silhouettes of pieces at `places` (`sums`: the
-    weights' silhouette_kernel.row_sums)."""
+def union_score(cam: Camera, places: PiecePlaces, dims: Dims, shape: tuple[int, int], weight: np.ndarray) -> float:
+    """Sum of `weight` (flat) under the union of the silhouettes of pieces at `places`."""
     n = len(places.tower)
     if not n:
         return 0.0
     px = cam.project(places.corners(dims)).reshape(n, 8, 2)
-    return union_weight(np.ascontiguousarray(px, np.float64), sums, shape[1], shape[0])
+    return union_weight(np.ascontiguousarray(px, np.float64), weight, shape[1], shape[0])
 
 
 def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], weight: np.ndarray,
@@ -255,7 +247,6 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         return fit.lattice, fit.dims, fit.adj
     pivot = np.r_[np.mean(np.array(fit.sites, float), axis=0), 0.0]
     places = PiecePlaces.of(keys)
-    sums = row_sums(weight, shape)
     # The focal length is left alone: near straight down the silhouettes barely constrain it, and it
     # sets how far a keep's top leans, which is how a Double Keep is told from a single one.
     params = np.zeros(7)  # dx, dy (steps), log pitch, angle, tilt x, tilt y, log size
@@ -276,7 +267,7 @@ def refine_silhouettes(fit: "Fit", cam_table: Camera, shape: tuple[int, int], we
         cam = cam_table.with_table_frame(lat.affine())
         if adj != (0.0, 0.0, 1.0):
             cam = cam.adjusted(pivot, *adj)
-        return union_score(cam, places, dims, shape, sums)
+        return union_score(cam, places, dims, shape, weight)
 
     best = score(params)
     for _ in range(levels):

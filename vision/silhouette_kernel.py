@@ -143,52 +143,31 @@ def silhouette_pixels(px: np.ndarray, width: int, height: int, skip: np.ndarray)
     return pixels[:t].copy(), starts
 
 
-def row_sums(weight: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Running sums of `weight` (flat, y * width + x) along each row, (height, width + 1) float64 with a
-    leading 0: a row's pixels x0..x1 weigh row_sums[y, x1 + 1] - row_sums[y, x0] (for union_weight)."""
-    h, w = shape
-    out = np.zeros((h, w + 1))
-    np.cumsum(np.asarray(weight, np.float64).reshape(h, w), axis=1, out=out[:, 1:])
-    return out
-
-
 @njit(cache=True, nogil=True)
-def union_weight(px: np.ndarray, sums: np.ndarray, width: int, height: int) -> float:
-    """Sum of the weights over the union of the boxes' silhouettes (px: (N, 8, 2)), from their `sums`
-    (row_sums). Each silhouette is a span per row; the spans of a row are merged where they overlap, so
-    a pixel counts once, and each merged span weighs one difference of running sums. (The refinement
-    asks this some hundreds of times per photo; most of each call is drawing the boxes' rows.)"""
+def union_weight(px: np.ndarray, weight: np.ndarray, width: int, height: int) -> float:
+    """Sum of `weight` (flat, y * width + x) over the union of the boxes' silhouettes (px: (N, 8, 2))."""
     n = px.shape[0]
+    if n == 0:
+        return 0.0
+    lo_y = max(int(np.floor(px[:, :, 1].min())), 0)
+    hi_y = min(int(np.ceil(px[:, :, 1].max())) + 1, height - 1)
+    lo_x = max(int(np.floor(px[:, :, 0].min())), 0)
+    hi_x = min(int(np.ceil(px[:, :, 0].max())) + 1, width - 1)
+    if hi_y < lo_y or hi_x < lo_x:
+        return 0.0
+    bw = hi_x - lo_x + 1
+    seen = np.zeros((hi_y - lo_y + 1) * bw, np.bool_)
     rows = np.empty(height + 1, np.int64)
     x0 = np.empty(height + 1, np.int64)
     x1 = np.empty(height + 1, np.int64)
-    cap = max(64, n * 32)
-    span_row = np.empty(cap, np.int64)
-    span_x0 = np.empty(cap, np.int64)
-    span_x1 = np.empty(cap, np.int64)
-    t = 0
+    total = 0.0
     for k in range(n):
         m = _row_spans(px[k], width, height, rows, x0, x1)
-        if t + m > cap:
-            while cap < t + m:
-                cap *= 2
-            span_row = np.concatenate((span_row[:t], np.empty(cap - t, np.int64)))
-            span_x0 = np.concatenate((span_x0[:t], np.empty(cap - t, np.int64)))
-            span_x1 = np.concatenate((span_x1[:t], np.empty(cap - t, np.int64)))
-        span_row[t:t + m] = rows[:m]
-        span_x0[t:t + m] = x0[:m]
-        span_x1[t:t + m] = x1[:m]
-        t += m
-    order = np.argsort(span_row[:t] * (width + 1) + span_x0[:t])
-    total = 0.0
-    row, a, b = -1, 0, -1
-    for s in order:
-        if span_row[s] == row and span_x0[s] <= b + 1:
-            b = max(b, span_x1[s])
-            continue
-        if row >= 0:
-            total += sums[row, b + 1] - sums[row, a]
-        row, a, b = span_row[s], span_x0[s], span_x1[s]
-    if row >= 0:
-        total += sums[row, b + 1] - sums[row, a]
+        for i in range(m):
+            r = rows[i]
+            for x in range(x0[i], x1[i] + 1):
+                s = (r - lo_y) * bw + (x - lo_x)
+                if not seen[s]:
+                    seen[s] = True
+                    total += weight[r * width + x]
     return total

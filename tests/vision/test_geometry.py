@@ -58,11 +58,11 @@ def _comb_contrast_by_definition(profile: np.ndarray, periods: np.ndarray, phase
     p = profile - profile.mean()
     n = np.arange(len(p))
     scale = float(np.sqrt(np.mean(p * p)))
+    cum = np.concatenate([[0.0], np.cumsum(p)])
     out = np.full(len(periods), -np.inf)
     for k, (period, phase) in enumerate(zip(periods, phases)):
         # The local mean over one period, centred on each sample.
         lo, hi = np.clip(n + 0.5 - period / 2, 0, len(p)), np.clip(n + 0.5 + period / 2, 0, len(p))
-        cum = np.concatenate([[0.0], np.cumsum(p)])
         local = (np.interp(hi, np.arange(len(cum)), cum) - np.interp(lo, np.arange(len(cum)), cum)) / period
         r = p - local
         lines = np.arange(phase, len(p), period)
