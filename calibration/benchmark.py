@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
-from calibration.pieces import WALL_MERLON, PieceMeasureError, measure_pieces, wall_merlon_starts
+from calibration.pieces import CROWN, WALL_MERLON, PieceMeasureError, measure_pieces, wall_merlon_starts
 from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
                                   Profile)
 from calibration.synthetic import box_corners, look_at, render_mat_view
@@ -110,6 +110,23 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     return boxes
 
 
+def tower_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour,
+                roof_shade: float = 1.0) -> list:
+    """A tower as render_mat_view boxes, as synth.geometry builds it: a square body up to the foot of
+    its parapet and the parapet's merlons (calibration.pieces.CROWN) up to its full height, the roof
+    between them open. `roof_shade`: how lit the roof is next to the merlons' tops (in a physically
+    lit photo the parapet shades it)."""
+    share, merlons = CROWN["tower"]
+    a = math.radians(angle_deg)
+    ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+    foot = (1.0 - share) * height
+    boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour, 0.0, roof_shade)]
+    for u0, u1, v0, v1 in merlons:
+        c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
+        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), height, colour, foot))
+    return boxes
+
+
 def keep_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
     """A keep as render_mat_view boxes, as synth.geometry builds it: a square body up to 0.8 of its
     height and a merlon on each corner (0.3 of its side square) up to its full height."""
@@ -147,7 +164,7 @@ def _pieces_scene(rng: np.random.Generator):
         elif kind == "keep":
             boxes += keep_boxes(x, y, ln, ht, turn, colour)
         else:
-            boxes.append((box_corners(x, y, ln, wd, turn), ht, colour))
+            boxes += tower_boxes(x, y, ln, ht, turn, colour)
     return boxes, sizes
 
 

@@ -440,11 +440,20 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
     return faces
 
 
-# The merlons on a keep's top: (height as a share of the keep's, boxes (u0, u1, v0, v1) as shares of
-# its side, from its centre), as estimated for the renders (synth.geometry): four corner merlons 0.3
-# of its side, 0.2 of its height. (A tower's parapet fitted the same way made towers worse on the
-# development renders, 3.8 mm short and an 84 mm high tower among 14: towers stay plain boxes.)
-CROWN = {"keep": (0.2, [(a, b, c, d) for a, b in ((-0.5, -0.2), (0.2, 0.5)) for c, d in ((-0.5, -0.2), (0.2, 0.5))])}
+# The merlons on a tower's and a keep's top: (height as a share of the piece's, boxes (u0, u1, v0, v1)
+# as shares of its side, from its centre), as estimated for the renders (synth.geometry). A keep has
+# four corner merlons 0.3 of its side, 0.2 of its height. A tower's parapet is 0.15 of its height:
+# corner merlons 0.24 of its side, and one in the middle of each side, 0.22 wide and 0.2 deep; inside
+# it the roof is open, so a plain box fitted to a tower settled between the roof and the merlons'
+# top, 1-11 mm short (session 23: 12 dev renders in any light, 8 in even light).
+_TOWER_CORNER, _TOWER_MID, _TOWER_RIM = 0.24, 0.22, 0.2
+CROWN = {
+    "keep": (0.2, [(a, b, c, d) for a, b in ((-0.5, -0.2), (0.2, 0.5)) for c, d in ((-0.5, -0.2), (0.2, 0.5))]),
+    "tower": (0.15, [(a, b, c, d) for a, b in ((-0.5, -0.5 + _TOWER_CORNER), (0.5 - _TOWER_CORNER, 0.5))
+                     for c, d in ((-0.5, -0.5 + _TOWER_CORNER), (0.5 - _TOWER_CORNER, 0.5))]
+             + [(-0.5, -0.5 + _TOWER_RIM, -_TOWER_MID / 2, _TOWER_MID / 2), (0.5 - _TOWER_RIM, 0.5, -_TOWER_MID / 2, _TOWER_MID / 2),
+                (-_TOWER_MID / 2, _TOWER_MID / 2, -0.5, -0.5 + _TOWER_RIM), (-_TOWER_MID / 2, _TOWER_MID / 2, 0.5 - _TOWER_RIM, 0.5)]),
+}
 
 
 def wall_merlon_starts(length: float, width: float) -> np.ndarray:
