@@ -110,17 +110,15 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     return boxes
 
 
-def tower_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour,
-                roof_shade: float = 1.0) -> list:
+def tower_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
     """A tower as render_mat_view boxes, as synth.geometry builds it: a square body up to the foot of
     its parapet and the parapet's merlons (calibration.pieces.CROWN) up to its full height, the roof
-    between them open. `roof_shade`: how lit the roof is next to the merlons' tops (in a physically
-    lit photo the parapet shades it)."""
+    between them open."""
     share, merlons = CROWN["tower"]
     a = math.radians(angle_deg)
     ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
     foot = (1.0 - share) * height
-    boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour, 0.0, roof_shade)]
+    boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour)]
     for u0, u1, v0, v1 in merlons:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
         boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), height, colour, foot))
