@@ -110,11 +110,11 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     return boxes
 
 
-def tower_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
-    """A tower as render_mat_view boxes, as synth.geometry builds it: a square body up to the foot of
-    its parapet and the parapet's merlons (calibration.pieces.CROWN) up to its full height, the roof
-    between them open."""
-    share, merlons = CROWN["tower"]
+def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
+    """A tower or a keep as render_mat_view boxes, as synth.geometry builds it: a square body up to the
+    foot of its merlons and the merlons (calibration.pieces.CROWN: a keep's four on its corners, a
+    tower's parapet around its open roof) up to its full height."""
+    share, merlons = CROWN[kind]
     a = math.radians(angle_deg)
     ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
     foot = (1.0 - share) * height
@@ -122,20 +122,6 @@ def tower_boxes(x: float, y: float, side: float, height: float, angle_deg: float
     for u0, u1, v0, v1 in merlons:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
         boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), height, colour, foot))
-    return boxes
-
-
-def keep_boxes(x: float, y: float, side: float, height: float, angle_deg: float, colour) -> list:
-    """A keep as render_mat_view boxes, as synth.geometry builds it: a square body up to 0.8 of its
-    height and a merlon on each corner (0.3 of its side square) up to its full height."""
-    a = math.radians(angle_deg)
-    ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
-    foot, m = 0.8 * height, 0.3 * side
-    boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour)]
-    for su in (-1, 1):
-        for sv in (-1, 1):
-            c = np.array([x, y]) + (su * ax + sv * ay) * (side - m) / 2
-            boxes.append((box_corners(c[0], c[1], m, m, angle_deg), height, colour, foot))
     return boxes
 
 
@@ -159,10 +145,8 @@ def _pieces_scene(rng: np.random.Generator):
         if kind.endswith("wall"):
             # The walls' tabs are sized by a tower of their own scale, not the one on the mat.
             boxes += wall_boxes(x, y, ln, wd, ht, turn, colour, 22 * s["wall"])
-        elif kind == "keep":
-            boxes += keep_boxes(x, y, ln, ht, turn, colour)
         else:
-            boxes += tower_boxes(x, y, ln, ht, turn, colour)
+            boxes += crowned_boxes(kind, x, y, ln, ht, turn, colour)
     return boxes, sizes
 
 

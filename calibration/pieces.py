@@ -440,20 +440,26 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
     return faces
 
 
+def _corner_merlons(side: float) -> list[tuple[float, float, float, float]]:
+    """Four merlons `side` (a share of the piece's side) square, one on each corner of its top."""
+    ends = ((-0.5, -0.5 + side), (0.5 - side, 0.5))
+    return [(u0, u1, v0, v1) for u0, u1 in ends for v0, v1 in ends]
+
+
+def _side_merlons(width: float, depth: float) -> list[tuple[float, float, float, float]]:
+    """Four merlons `width` wide and `depth` deep (shares of the piece's side), one in the middle of each side."""
+    middle = (-width / 2, width / 2)
+    return [(-0.5, -0.5 + depth, *middle), (0.5 - depth, 0.5, *middle),
+            (*middle, -0.5, -0.5 + depth), (*middle, 0.5 - depth, 0.5)]
+
+
 # The merlons on a tower's and a keep's top: (height as a share of the piece's, boxes (u0, u1, v0, v1)
 # as shares of its side, from its centre), as estimated for the renders (synth.geometry). A keep has
 # four corner merlons 0.3 of its side, 0.2 of its height. A tower's parapet is 0.15 of its height:
 # corner merlons 0.24 of its side, and one in the middle of each side, 0.22 wide and 0.2 deep; inside
 # it the roof is open, so a plain box fitted to a tower settled between the roof and the merlons'
-# top, 1-11 mm short (session 23: 12 dev renders in any light, 8 in even light).
-_TOWER_CORNER, _TOWER_MID, _TOWER_RIM = 0.24, 0.22, 0.2
-CROWN = {
-    "keep": (0.2, [(a, b, c, d) for a, b in ((-0.5, -0.2), (0.2, 0.5)) for c, d in ((-0.5, -0.2), (0.2, 0.5))]),
-    "tower": (0.15, [(a, b, c, d) for a, b in ((-0.5, -0.5 + _TOWER_CORNER), (0.5 - _TOWER_CORNER, 0.5))
-                     for c, d in ((-0.5, -0.5 + _TOWER_CORNER), (0.5 - _TOWER_CORNER, 0.5))]
-             + [(-0.5, -0.5 + _TOWER_RIM, -_TOWER_MID / 2, _TOWER_MID / 2), (0.5 - _TOWER_RIM, 0.5, -_TOWER_MID / 2, _TOWER_MID / 2),
-                (-_TOWER_MID / 2, _TOWER_MID / 2, -0.5, -0.5 + _TOWER_RIM), (-_TOWER_MID / 2, _TOWER_MID / 2, 0.5 - _TOWER_RIM, 0.5)]),
-}
+# top, 0.6-11.5 mm short (session 23: 11 dev renders measured in any light, 8 in even light).
+CROWN = {"keep": (0.2, _corner_merlons(0.3)), "tower": (0.15, _corner_merlons(0.24) + _side_merlons(0.22, 0.2))}
 
 
 def wall_merlon_starts(length: float, width: float) -> np.ndarray:

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from calibration.benchmark import keep_boxes, tower_boxes, wall_boxes
+from calibration.benchmark import crowned_boxes, wall_boxes
 from calibration.synthetic import box_corners, look_at, render_mat_view
 from calibration.pieces import PieceMeasureError, measure_pieces
 from calibration.profiles import FORMAT, CameraProfile, load_profile
@@ -29,7 +29,7 @@ def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True, l
     """A set whose pieces are `scale` times the spec's, turned at various angles on an A4 mat
     (`long_wall`: its length and thickness before scaling, to make a set that is not one)."""
     s = scale
-    boxes = tower_boxes(*tower_at, 22 * s, 42 * s, 30, GREY)  # with its parapet
+    boxes = crowned_boxes("tower", *tower_at, 22 * s, 42 * s, 30, GREY)  # with its parapet
     truth = {"tower": (22 * s, 22 * s), "keep": (16 * s, 16 * s)}
     if walls:
         # With their end tabs: the length measured is the body's, tower face to tower face.
@@ -38,7 +38,7 @@ def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True, l
         truth.update(short_wall=(32 * s, 9 * s), long_wall=(long_wall[0] * s, long_wall[1] * s))
     spots = [(50, 220, 20), (90, 232, 60), (140, 215, 110), (172, 160, 150)]
     for name, (x, y, a) in zip(keeps, spots):
-        boxes += keep_boxes(x, y, 16 * s, 22 * s, a, KEEP_BGR[name])  # with its corner merlons
+        boxes += crowned_boxes("keep", x, y, 16 * s, 22 * s, a, KEEP_BGR[name])  # with its corner merlons
     return boxes, truth
 
 
