@@ -461,6 +461,44 @@ def _side_merlons(width: float, depth: float) -> list[tuple[float, float, float,
 # top, 0.6-11.5 mm short (session 23: 11 dev renders measured in any light, 8 in even light).
 CROWN = {"keep": (0.2, _corner_merlons(0.3)), "tower": (0.15, _corner_merlons(0.24) + _side_merlons(0.22, 0.2))}
 
+# The slot down the middle of each of a tower's sides (pieces-and-photos.md; the walls' tabs slide into it):
+# its width and depth as shares of the tower's side and its top as a share of the tower's height, as
+# estimated for the renders (synth.geometry: a wall's tab, 0.22 wide and 0.73 high, fits inside). Seen from
+# above, its inside shows in the side's opening: its back (lit as the side), one of its walls (lit as
+# the tower's side turned that way) and the mat at its foot. Taken for the side, the slot's dark inside
+# pulled the fit's edges in: towers came out up to 3 mm shorter than on the same renders without slots,
+# and modelled so, the tower heights' mean error on the development renders fell from 2.6 to 1.8 mm
+# (even light) and from 1.35 to 1.0 mm (any light; session 24).
+TOWER_SLOT = (0.26, 0.12, 0.77)
+
+
+def _slot_faces(body: list, axes: np.ndarray, nadir: np.ndarray, cam_z: float, height: float) -> list:
+    """A tower's slots (TOWER_SLOT) in its body's visible sides: for each, its opening (a convex
+    polygon on the mat) and the faces inside it that the camera sees, as (orientation, polygon): the
+    slot's back and the one of its walls turned towards the camera. What the opening shows of neither
+    is the mat."""
+    width, depth, top = TOWER_SLOT
+    k = cam_z / max(cam_z - top * height, 1e-3)
+
+    def upright(foot: np.ndarray) -> np.ndarray:  # a face standing on two points, up to the slot's top
+        return np.vstack([foot, nadir + k * (foot[::-1] - nadir)])
+
+    out = []
+    for side, poly in body:
+        if side < 0:
+            continue
+        b0, b1 = poly[0], poly[1]  # the side's foot (_box_faces: base, base, top, top)
+        along = b1 - b0
+        side_mm = float(np.linalg.norm(along))
+        u, n = along / max(side_mm, 1e-9), axes[side]
+        mid, half, inward = (b0 + b1) / 2, u * width * side_mm / 2, -n * depth * side_mm
+        s = 1.0 if np.dot(nadir - mid, u) >= 0 else -1.0  # the slot's wall at -s end faces the camera
+        wall_foot = np.array([mid - s * half, mid - s * half + inward])
+        inside = [(side, upright(np.array([mid - half + inward, mid + half + inward]))),
+                  (int(np.argmax(axes @ (s * u))), upright(wall_foot))]
+        out.append((upright(np.array([mid - half, mid + half])), inside))
+    return out
+
 
 def wall_merlon_starts(length: float, width: float) -> np.ndarray:
     """Where each merlon of a wall `length` long and `width` thick begins, in mm along it from its
@@ -488,7 +526,7 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     """The projected piece's visible faces as convex polygons on the mat: the body's, a wall's tabs'
     and (given the piece's `kind`, its crenellated top: _crown) its merlons', each named by its
     orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the piece): faces turned the same
-    way are lit the same."""
+    way are lit the same. Last, a tower's slot openings (_slot_faces; none for other pieces)."""
     theta = params[2]
     ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
     axes = np.array([ax, -ay, -ax, ay])
@@ -497,7 +535,7 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
             for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
     crown = _crown(kind, params)
     if crown is None:
-        return _box_faces(corners[:4], corners[4:8], nadir, axes), tabs, []
+        return _box_faces(corners[:4], corners[4:8], nadir, axes), tabs, [], []
     # The piece's height is its merlons' top; its body ends lower, at the merlons' foot.
     share, boxes = crown
     height = params[5]
@@ -513,7 +551,8 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     for u0, u1, v0, v1 in boxes:
         foot_xy = centre + np.outer([u1, u1, u0, u0], ax) + np.outer([v1, v0, v0, v1], ay)
         merlon += _box_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
-    return body, tabs, merlon
+    slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
+    return body, tabs, merlon, slots
 
 
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
@@ -667,7 +706,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
 
     def per_pixel(q):
         p = _expand(q, square, tabs)
-        body_faces, tab_faces, merlon_faces = _faces(p, scene.nadir, scene.cam_z, kind)
+        body_faces, tab_faces, merlon_faces, slot_faces = _faces(p, scene.nadir, scene.cam_z, kind)
         shape = grid.use.shape
         # Merlons stand on the body: where one is seen, the body behind it is not.
         merlon = {}
@@ -680,6 +719,16 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
             share = in_front / np.maximum(total_m, 1e-9)  # merlons seen over each other
             merlon = {side: wgt * share for side, wgt in merlon.items()}
         regions = {}
+        if slot_faces:
+            # A side's slot opening is not the side: what shows in it is the slot's inside.
+            openings = np.zeros(shape)
+            for opening, inside in slot_faces:
+                seen = np.zeros(shape)
+                grid.cover(opening, ramp, seen)
+                openings += seen
+                for side, poly in inside:
+                    grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)), seen)
+            in_front = np.minimum(openings if in_front is None else in_front + openings, 1.0)
         for side, poly in body_faces:
             grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)),
                        None if in_front is None else 1.0 - in_front)

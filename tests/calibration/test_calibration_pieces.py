@@ -25,11 +25,12 @@ KEEP_BGR = {"red": (40, 40, 200), "blue": (200, 90, 30), "yellow": (30, 200, 230
 
 
 def _scene(scale: float, keeps=("red", "blue", "yellow", "green"), walls=True, long_wall=(86.0, 9.0),
-           tower_at=(60.0, 60.0)):
+           tower_at=(60.0, 60.0), slots: bool = False):
     """A set whose pieces are `scale` times the spec's, turned at various angles on an A4 mat
-    (`long_wall`: its length and thickness before scaling, to make a set that is not one)."""
+    (`long_wall`: its length and thickness before scaling, to make a set that is not one; `slots`: the
+    tower with the slots down its sides)."""
     s = scale
-    boxes = crowned_boxes("tower", *tower_at, 22 * s, 42 * s, 30, GREY)  # with its parapet
+    boxes = crowned_boxes("tower", *tower_at, 22 * s, 42 * s, 30, GREY, slots=slots)  # with its parapet
     truth = {"tower": (22 * s, 22 * s), "keep": (16 * s, 16 * s)}
     if walls:
         # With their end tabs: the length measured is the body's, tower face to tower face.
@@ -56,12 +57,13 @@ def _assert_footprints(m, truth: dict, abs_mm: float) -> None:
 
 @pytest.mark.parametrize("scale, elevation, azimuth, distance", [(0.9, 60, 90, 420), (1.12, 70, 300, 460)])
 def test_piece_sizes_within_one_millimetre(scale, elevation, azimuth, distance):
-    boxes, truth = _scene(scale)
+    boxes, truth = _scene(scale, slots=True)
     m = measure_pieces(_photo(boxes, elevation, azimuth, distance), camera=CAMERA)
     _assert_footprints(m, truth, abs_mm=1.0)
     assert m.pieces.lattice_pitch_mm == pytest.approx(54 * scale, abs=1.5)
     # The height is what removes the parallax. A tower's height is its parapet's top (the roof inside
-    # the parapet is open and lower).
+    # the parapet is open and lower); the slots down its sides are not its sides (fitted as if they
+    # were, the second tower here came out 1.5 mm short).
     assert m.pieces.tower.height_mm == pytest.approx(42 * scale, abs=1.0)
     # A wall's height is its merlons' top (the walls here are crenellated as moulded): a fit whose
     # top sits lower stretches the wall's footprint to reach its top's far end.
