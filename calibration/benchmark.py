@@ -110,44 +110,41 @@ def wall_boxes(x: float, y: float, length: float, width: float, height: float, a
     return boxes
 
 
-def _slotted_body(x: float, y: float, side: float, top: float, slot_top: float, angle_deg: float, colour) -> list:
-    """A tower's body as render_mat_view boxes, as synth.geometry builds it: a core, and on each side two
-    slabs beside its slot (calibration.pieces.TOWER_SLOT) and a lintel over it."""
-    width, depth = TOWER_SLOT[0] * side, TOWER_SLOT[1] * side
-    a = math.radians(angle_deg)
-    ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
-    boxes = [(box_corners(x, y, side - 2 * depth, side - 2 * depth, angle_deg), top, colour)]
-    slab = (side - width) / 2
-    # Every box is turned as the tower (faces turned the same way are shaded the same), so a side's
-    # boxes are sized along the tower's x and y: `depth` across the side, their width along it.
-    for normal, along, across_x in ((ax, ay, True), (-ax, ay, True), (ay, ax, False), (-ay, ax, False)):
-        face = np.array([x, y]) + normal * (side - depth) / 2
-        for offset in (-1, 1):
-            c = face + along * offset * (side - slab) / 2
-            size = (depth, slab) if across_x else (slab, depth)
-            boxes.append((box_corners(c[0], c[1], *size, angle_deg), top, colour))
-        size = (depth, width) if across_x else (width, depth)
-        boxes.append((box_corners(face[0], face[1], *size, angle_deg), top, colour, slot_top))
-    return boxes
+def _slotted_body(width: float, depth: float) -> tuple[list, list]:
+    """A tower's body with a slot down each side `width` wide and `depth` deep, as synth.geometry builds
+    it, as boxes (u0, u1, v0, v1) in shares of its side from its centre (as CROWN's merlons): those
+    standing on the mat (a core, and two slabs beside each slot) and the lintels over the slots."""
+    core = (-0.5 + depth, 0.5 - depth)
+    beside = ((-0.5, -width / 2), (width / 2, 0.5))
+    slabs, lintels = [], []
+    for across in ((-0.5, -0.5 + depth), (0.5 - depth, 0.5)):
+        slabs += [box for along in beside for box in ((*across, *along), (*along, *across))]
+        lintels += [(*across, -width / 2, width / 2), (-width / 2, width / 2, *across)]
+    return [core + core] + slabs, lintels
 
 
 def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, angle_deg: float, colour,
                   slots: bool = False) -> list:
     """A tower or a keep as render_mat_view boxes, as synth.geometry builds it: a square body up to the
-    foot of its merlons (with `slots`, a tower's with a slot down each side) and the merlons
-    (calibration.pieces.CROWN: a keep's four on its corners, a tower's parapet around its open roof) up
-    to its full height."""
+    foot of its merlons (with `slots`, a tower's with a slot down each side: calibration.pieces.TOWER_SLOT)
+    and the merlons (calibration.pieces.CROWN: a keep's four on its corners, a tower's parapet around its
+    open roof) up to its full height."""
     share, merlons = CROWN[kind]
+    foot = (1.0 - share) * height
+    whole = (-0.5, 0.5, -0.5, 0.5)
+    # (box, its top, its bottom): every box turned as the piece, so faces turned the same way are shaded the same.
+    parts = [(whole, foot, 0.0)]
+    if kind == "tower" and slots:
+        width, depth, slot_top = TOWER_SLOT
+        standing, lintels = _slotted_body(width, depth)
+        parts = [(box, foot, 0.0) for box in standing] + [(box, foot, slot_top * height) for box in lintels]
+    parts += [(box, height, foot) for box in merlons]
     a = math.radians(angle_deg)
     ax, ay = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
-    foot = (1.0 - share) * height
-    if kind == "tower" and slots:
-        boxes = _slotted_body(x, y, side, foot, TOWER_SLOT[2] * height, angle_deg, colour)
-    else:
-        boxes = [(box_corners(x, y, side, side, angle_deg), foot, colour)]
-    for u0, u1, v0, v1 in merlons:
+    boxes = []
+    for (u0, u1, v0, v1), top, bottom in parts:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
-        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), height, colour, foot))
+        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom))
     return boxes
 
 
