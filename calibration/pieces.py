@@ -817,18 +817,16 @@ def _proportional_start(q: np.ndarray, kind: str, length: float | None = None) -
     return out
 
 
-def _top_start(f: PieceFit, scene: _Scene, length: float) -> np.ndarray | None:
-    """Fit parameters of a tower `length` wide (the spec's proportions) whose top, not its footprint,
-    is centred on the outline found. Where a tower's sides look like the print beneath them (dark
-    sides on black ink, light grey on white paper) little more than its top stands out, and a box
-    fitted to that outline shrinks onto it, short, and displaced towards the camera's nadir by the
-    top's parallax (15 x 15 x 7 mm, 22 mm from a 25 x 25 x 47 mm tower, on calib_v2_even_3207)."""
-    if f.outline_mm is None or len(f.outline_mm) < 3:
-        return None
-    top = np.asarray(Polygon(f.outline_mm).buffer(0).centroid.coords[0])
-    start = _proportional_start(_to_fit(f.box, True), f.kind, length)
+def _top_start(now: np.ndarray, top_mm: np.ndarray, scene: _Scene, length: float) -> np.ndarray:
+    """Fit parameters of tower fit `now` made `length` wide (the spec's proportions) with its top, not
+    its footprint, centred on `top_mm` (the outline found's centre). Where a tower's sides look like
+    the print beneath them (dark sides on black ink, light grey on white paper) little more than its
+    top stands out, and a box fitted to that outline shrinks onto it, short, and displaced towards the
+    camera's nadir by the top's parallax (15 x 15 x 7 mm, 22 mm from a 25 x 25 x 47 mm tower, on
+    calib_v2_even_3207)."""
+    start = _proportional_start(now, "tower", length)
     k = scene.cam_z / max(scene.cam_z - start[4], 1e-3)
-    start[:2] = scene.nadir + (top - scene.nadir) / k
+    start[:2] = scene.nadir + (top_mm - scene.nadir) / k
     return start
 
 
@@ -836,7 +834,7 @@ def _grid_starts(model: _Appearance, a: np.ndarray, b: np.ndarray, keep: int = 2
     """The `keep` cheapest boxes of square start `a`'s size centred on a grid (a quarter of its side
     apart) over `a`'s and `b`'s centres and half a side around them, each turned every 15 degrees:
     starts for a piece whose outline said little of where it stands or how it is turned (a search
-    from the outline's turn stayed 40 degrees off and settled at 18 mm for a 23 mm tower)."""
+    started 40 degrees off the true turn settled at 18 mm for a 23 mm tower)."""
     lo = np.minimum(a[:2], b[:2]) - 0.5 * a[3]
     hi = np.maximum(a[:2], b[:2]) + 0.5 * a[3]
     step = a[3] / 4
@@ -1786,12 +1784,12 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> No
     shrunk to its lit top when its sides in shade look like the black ink, a wall a merlon short or
     long), which a start in the right basin leaves; the photo, not the rule, decides. A tower is also
     started with its top on the outline found (_top_start) and from the cheapest places and turns
-    around it (_grid_starts). Only the piece
-    that gains most is refitted, then the set is checked again and the rest are searched again from
-    there (each piece at most once): more than one piece can be off (two walls a merlon long each,
-    on a development render), but a piece that was right can also fit a little better at a wrong
-    size (a tower 2.3 mm short, when all three were refitted at once). The sizes are checked again
-    afterwards as before (the checks decide whether they are measured)."""
+    around it (_grid_starts). Only the piece that gains most is refitted, then the set is checked
+    again and the rest are searched again from there (each piece at most once): more than one piece
+    can be off (two walls a merlon long each, on a development render), but a piece that was right
+    can also fit a little better at a wrong size (a tower 2.3 mm short, when all three were refitted
+    at once). The sizes are checked again afterwards as before (the checks decide whether they are
+    measured)."""
     done: set[str] = set()
     while len(done) < 3 and _set_problem(fits) is not None:
         changes = [c for f in _grey_by_kind(fits) if f.kind not in done
@@ -1832,8 +1830,11 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
     if not targets:
         return None
     now = _to_fit(f.box, f.kind in ("tower", "keep"))
-    tops = {t: _top_start(f, scene, t) for t in targets} if f.kind == "tower" else {}
-    shift = max((math.dist(q[:2], now[:2]) for q in tops.values() if q is not None), default=0.0)
+    tops = {}
+    if f.kind == "tower" and f.outline_mm is not None and len(f.outline_mm) >= 3:
+        top = np.asarray(Polygon(f.outline_mm).buffer(0).centroid.coords[0])
+        tops = {t: _top_start(now, top, scene, t) for t in targets}
+    shift = max((math.dist(q[:2], now[:2]) for q in tops.values()), default=0.0)
     model = _appearance(f, scene, pad_mm=8.0 + shift + max(abs(t - f.length_mm) for t in targets))
     if model is None:
         return None
@@ -1841,7 +1842,7 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
     best = None
     for target in targets:
         starts = [_proportional_start(now, f.kind, target)]
-        if tops.get(target) is not None:
+        if target in tops:
             starts.append(tops[target])
             starts += _grid_starts(model, starts[0], tops[target])
         if model.tabs:
