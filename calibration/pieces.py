@@ -569,9 +569,10 @@ APPEARANCE_TAU = 0.15
 # Faces are named by their orientation (_faces: TOP, or 0..3 the sides), faces turned the same way
 # being lit alike. But a wall's merlon tops are not lit like its top between them: the crenels lie
 # in the merlons' shade, darker in a physically lit photo. Fitted with one colour for both, walls
-# came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and 3304;
-# with a colour of their own, within 0.6 mm and 0.4 mm). A tower's parapet tops given a colour of
-# their own made one tower's height better and another's worse: they stay one face with its roof.
+# came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
+# 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). A tower's parapet
+# tops given a colour of their own made one of three towers' heights better and two worse: they
+# stay one face with its roof.
 WALL_MERLON_TOPS = TOP - 1
 
 
