@@ -491,7 +491,7 @@ def _slot_faces(body: list, axes: np.ndarray, nadir: np.ndarray, cam_z: float, h
 
     out = []
     for side, poly in body:
-        if side < 0:
+        if side == TOP:
             continue
         b0, b1 = poly[0], poly[1]  # the side's foot (_box_faces: base, base, top, top)
         along = b1 - b0
