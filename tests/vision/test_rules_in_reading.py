@@ -97,6 +97,29 @@ def test_a_barely_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent()
     assert drop_walls_at_blocked_ends(tee) == [] and tee.decision.active[-1]
 
 
+def test_a_clearly_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent_and_counted_uncertain():
+    from vision.pipeline import build_castle, drop_walls_across_long_walls
+
+    # A long wall (0,0)-(2,0) and a wall from its middle to (1,1), both seen clearly, no tower at
+    # (1,0): the rules forbid it (G4, G5), and the wall across is the misread far more often.
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.8), (2, 0): (True, 0.9), (1, 1): (True, 0.9)}
+    edges = {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (2, 0)): (True, 0.85), ((1, 0), (1, 1)): (True, 0.7)}
+    fit = _fit_with_edges(towers, edges)
+    notes = drop_walls_across_long_walls(fit)
+    assert sorted((w.a, w.b) for w in build_castle(fit, [])[0].walls) == [((0, 0), (2, 0))]
+    assert [n["rule"] for n in notes] == ["G4"] and "[1, 0]-[1, 1]" in notes[0]["message"]
+    assert abs(fit.decision.margin[-1]) < 0.1  # decided against the photo: uncertain in the confidence
+    # With a tower where they meet, it is a T; at a corner or a crossing nothing says which wall is wrong.
+    towers[(1, 0)] = (True, 0.9)
+    tee = _fit_with_edges(towers, edges)
+    assert drop_walls_across_long_walls(tee) == [] and tee.decision.active.all()
+    towers[(1, 0)] = (False, 0.8)
+    corner = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (1, 1)): (True, 0.7)})
+    assert drop_walls_across_long_walls(corner) == [] and corner.decision.active[-2:].all()
+    crossing = _fit_with_edges(towers | {(1, -1): (True, 0.9)}, edges | {((1, -1), (1, 0)): (True, 0.7)})
+    assert drop_walls_across_long_walls(crossing) == [] and crossing.decision.active[-4:].all()
+
+
 def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
     from vision.pipeline import build_castle, complete_long_walls
 
