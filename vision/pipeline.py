@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -310,6 +311,18 @@ def build_castle(fit: Fit, keeps: list[FoundKeep]):
     return castle, (ox, oy)
 
 
+def in_castle_frame(notes: list[dict], offset: tuple[int, int]) -> list[dict]:
+    """The reader's notes with their lattice points moved into the castle's frame.
+
+    The rule steps name points on the fitted lattice, whose origin is arbitrary; the castle a reading
+    gives (and the rules engine's findings on it) starts at (0, 0) (build_castle's `offset`). A note
+    must name the point the player finds in the castle and on the overlay.
+    """
+    ox, oy = offset
+    moved = lambda m: f"[{int(m.group(1)) - ox}, {int(m.group(2)) - oy}]"  # noqa: E731
+    return [note | {"message": re.sub(r"\[(-?\d+), (-?\d+)\]", moved, note["message"])} for note in notes]
+
+
 def _occluders(fit: Fit, grey: np.ndarray) -> Occluders:
     """The decided grey pieces, as what can hide a keep (see keeps.Occluders)."""
     pieces = [el for el, a in zip(fit.elements, fit.decision.active) if a and len(el.idx)]
@@ -471,23 +484,19 @@ def drop_walls_across_long_walls(fit: Fit) -> list[dict]:
     castle, (ox, oy) = build_castle(fit, [])
     middles = {w.middle for w in castle.walls if w.middle is not None}
     edge_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "edge"}
-    dropped = []
+    notes = []
     for w in castle.walls:
         end = next((e for e in w.ends if e in middles), None)
         if w.length != 1 or end is None:
             continue
-        a, b = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy)
+        a, b, end = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy), (end[0] + ox, end[1] + oy)
         i = edge_at[(a, b)] if (a, b) in edge_at else edge_at[(b, a)]
         fit.decision.active[i] = False
         fit.decision.margin[i] = 0.0  # decided by the rules, against what the photo seemed to show
-        dropped.append((a, b, (end[0] + ox, end[1] + oy)))
-    if not dropped:
-        return []
-    _, (ox, oy) = build_castle(fit, [])  # the castle's frame, as the reading will give it
-    at = lambda p: [p[0] - ox, p[1] - oy]  # noqa: E731
-    return [{"rule": "G4", "severity": "notice",
-             "message": f"a short wall seen at {at(a)}-{at(b)} would end under the middle of a long wall at {at(end)}, "
-                        "where no tower can stand: read as absent (check it on the table)"} for a, b, end in dropped]
+        notes.append({"rule": "G4", "severity": "notice",
+                      "message": f"a short wall seen at {list(a)}-{list(b)} would end under the middle of a long wall at "
+                                 f"{list(end)}, where no tower can stand: read as absent (check it on the table)"})
+    return notes
 
 
 def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) -> list[dict]:
@@ -738,7 +747,7 @@ def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[di
         if in_view < min_view or evidence > -clear:
             continue
         fit.open_joints.add((x, y))
-        found.append([x - ox, y - oy])
+        found.append([x, y])
     if not found:
         return []
     return [{"rule": "G1", "severity": "notice",
@@ -867,9 +876,9 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
         for i in best[2]:
             fit.decision.active[i] ^= True
             el = fit.elements[i]
-            what = "tower" if el.kind == "tower" else "wall"
+            what, where = ("tower", list(el.key)) if el.kind == "tower" else ("wall", f"{list(el.key[0])}-{list(el.key[1])}")
             notes.append({"rule": "self-check", "severity": "notice",
-                          "message": f"the photo barely shows whether a {what} stands at {list(el.key)}; read as "
+                          "message": f"the photo barely shows whether a {what} stands at {where}; read as "
                                      f"{'present' if fit.decision.active[i] else 'absent'} because the rules allow only that"})
     return notes
 
@@ -1340,6 +1349,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             rule_notes += open_joints(fit)
             rule_notes += drop_walls_across_long_walls(fit)
             castle, offset = build_castle(fit, keeps)
+            rule_notes = in_castle_frame(rule_notes, offset)
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):

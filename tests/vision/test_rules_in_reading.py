@@ -120,6 +120,23 @@ def test_a_clearly_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent_
     assert drop_walls_across_long_walls(crossing) == [] and crossing.decision.active[-4:].all()
 
 
+def test_the_readers_notes_name_points_where_the_castle_has_them():
+    from vision.pipeline import build_castle, drop_walls_across_long_walls, in_castle_frame
+
+    # The fitted lattice's origin is arbitrary; the castle given starts at (0, 0). A note must name
+    # the point the castle (and the overlay) has, not the fit's.
+    shift = lambda p: (p[0] + 5, p[1] - 3)  # noqa: E731
+    towers = {shift(p): v for p, v in {(0, 0): (True, 0.9), (1, 0): (False, 0.8), (2, 0): (True, 0.9), (1, 1): (True, 0.9)}.items()}
+    edges = {(shift(a), shift(b)): v for (a, b), v in
+             {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (2, 0)): (True, 0.85), ((1, 0), (1, 1)): (True, 0.7)}.items()}
+    fit = _fit_with_edges(towers, edges)
+    notes = drop_walls_across_long_walls(fit)
+    castle, offset = build_castle(fit, [])
+    (long_wall,) = castle.walls
+    message = in_castle_frame(notes, offset)[0]["message"]
+    assert long_wall.middle == (1, 0) and "[1, 0]-[1, 1]" in message and f"at {list(long_wall.middle)}" in message
+
+
 def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
     from vision.pipeline import build_castle, complete_long_walls
 
