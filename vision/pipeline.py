@@ -79,6 +79,12 @@ UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short o
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
+# A keep read double counts as read surely only from this confidence: a Double Keep doubles a courtyard's points,
+# and keeps read double by their outline are single far more often than keeps read weakly otherwise (about 1 in 14).
+# Over the readings of dev unseen26 and unseen27 (350 photos, session 27; 466 keeps read double by outline), those read
+# at 0.5-0.7 were single 10 times of 38 (two answers wrong, at 1.0 and 0.85, from one of them each), at 0.7-0.9 7 of 40,
+# at 0.9 or more 16 of 271; below 0.5 (weighed as doubts since session 20, when 24 of 138 were single) 63 of 117.
+DOUBLE_SURE = 0.7
 # On 66 development photos (the 28 read at 0.5 or more in the earlier sets, and seeds 170000-170039,
 # read at the nominal keep size) a Double Keep's blob was 1.62 times a single keep's (medians of 97 and
 # 829 keeps, each over a single keep's silhouette there); a keep this many times its colour's others is
@@ -819,7 +825,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep nearly looks stacked but was read as a single keep: "
                                      "if it is a Double Keep, its courtyard scores double"})
-        if top.double and top.confidence >= KEEP_DOUBT and not top.height_doubt and not top.height_by_size:
+        if top.double and top.confidence >= DOUBLE_SURE and not top.height_doubt and not top.height_by_size:
             # C5 settles the colour: its one Double Keep is read surely, so the others are single, however
             # their own outline or size left it (seen from nearly straight above, most keeps' heights are
             # read weakly from their size). Their confidence is then how surely each is a keep at all.
@@ -962,12 +968,13 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     11; the other keeps 4 of 56. (Session 17, readings at 0.1 or more of two later sets: heights in doubt
     9 wrong of 47, the other weak keeps 3 of 79.) A Double Keep chosen by a small lead over its colour's
     runner-up is doubted by comparison too: over all 200 readings of unseen19, 32 of 50 were single.
-    So is any keep read double with less than KEEP_DOUBT: a Double Keep doubles a courtyard's points, and
-    over four development keep probes (unseen17-19) such keeps were single 24 times of 138 (weak keeps
-    otherwise about 1 in 14); unseen22a photo_018 was answered at 0.81 with one (stacked by 0.047, its
-    colour's runner-up far behind, confidence 0.34) that was single.
+    So is any keep read double with less than DOUBLE_SURE: a Double Keep doubles a courtyard's points, and
+    over four development keep probes (unseen17-19) such keeps below KEEP_DOUBT were single 24 times of 138
+    (weak keeps otherwise about 1 in 14); unseen22a photo_018 was answered at 0.81 with one (stacked by
+    0.047, its colour's runner-up far behind, confidence 0.34) that was single; unseen27's photo_063 and
+    photo_123 at 1.0 and 0.85 with one at 0.51 and 0.58 (see DOUBLE_SURE).
     """
-    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) or (k.double and k.confidence < KEEP_DOUBT)
+    in_doubt = [k.height_doubt or (k.height_by_size and k.confidence <= HEIGHT_CAP) or (k.double and k.confidence < DOUBLE_SURE)
                 for k in keeps]
     weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
