@@ -72,20 +72,18 @@ def overlaps(castle: Castle) -> list[Finding]:
     return found
 
 
+def walls_ending_under_long_walls(castle: Castle) -> list[tuple[Wall, Point, Wall]]:
+    """(wall, its end, the long wall) for every wall end under a long wall's middle (G4, G5)."""
+    middles = {w.middle: w for w in castle.walls if w.middle is not None}
+    return [(w, end, middles[end]) for w in castle.walls for end in w.ends if end in middles and middles[end] != w]
+
+
 def blocked_ends(castle: Castle) -> list[Finding]:
     """A wall end under a long wall's middle can never take a tower (G4; the long wall blocks it, G5)."""
-    middles = {w.middle: w for w in castle.walls if w.middle is not None}
-    found = []
-    for w in castle.walls:
-        for end in w.ends:
-            long_wall = middles.get(end)
-            if long_wall is not None and long_wall != w:
-                found.append(Finding(
-                    "G4", VIOLATION,
+    return [Finding("G4", VIOLATION,
                     f"the {w} ends at {_pt(end)} under the middle of the {long_wall}: no tower can be attached there (G4, G5)",
-                    (end,),
-                ))
-    return found
+                    (end,))
+            for w, end, long_wall in walls_ending_under_long_walls(castle)]
 
 
 def loose_ends(castle: Castle) -> list[Finding]:

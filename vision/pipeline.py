@@ -21,7 +21,7 @@ import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
-from scoring.findings import castle_parts
+from scoring.findings import castle_parts, walls_ending_under_long_walls
 from scoring.score import Score
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
@@ -488,15 +488,15 @@ def drop_walls_across_long_walls(fit: Fit) -> list[dict]:
     one long wall is only known then.
     """
     castle, (ox, oy) = build_castle(fit, [])
-    middles = {w.middle for w in castle.walls if w.middle is not None}
-    edge_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "edge"}
+    edge_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "edge"}  # (keys ordered as Wall's ends)
     notes = []
-    for w in castle.walls:
-        end = next((e for e in w.ends if e in middles), None)
-        if w.length != 1 or end is None:
+    for w, end, _ in walls_ending_under_long_walls(castle):
+        if w.length != 1:
             continue
         a, b, end = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy), (end[0] + ox, end[1] + oy)
-        i = edge_at[(a, b)] if (a, b) in edge_at else edge_at[(b, a)]
+        i = edge_at[(a, b)]
+        if not fit.decision.active[i]:
+            continue  # (both its ends under long walls' middles: dropped at the first)
         fit.decision.active[i] = False
         fit.decision.margin[i] = 0.0  # decided by the rules, against what the photo seemed to show
         notes.append({"rule": "G4", "severity": "notice",
