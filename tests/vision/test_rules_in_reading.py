@@ -120,18 +120,46 @@ def test_a_clearly_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent_
 
     # Both walls seen clearly: the rules forbid it (G4, G5), and the wall across is the misread far
     # more often.
-    fit = _only_the_long_wall_stands(drop_walls_across_long_walls, 0.7)
+    fit = _only_the_long_wall_stands(lambda fit: drop_walls_across_long_walls(fit, []), 0.7)
     towers, edges = _wall_across_a_long_walls_middle(0.7)
     assert abs(fit.decision.margin[-1]) < 0.1  # decided against the photo: uncertain in the confidence
     # With a tower where they meet, it is a T; at a corner or a crossing nothing says which wall is wrong.
     towers[(1, 0)] = (True, 0.9)
     tee = _fit_with_edges(towers, edges)
-    assert drop_walls_across_long_walls(tee) == [] and tee.decision.active.all()
+    assert drop_walls_across_long_walls(tee, []) == [] and tee.decision.active.all()
     towers[(1, 0)] = (False, 0.8)
     corner = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (1, 1)): (True, 0.7)})
-    assert drop_walls_across_long_walls(corner) == [] and corner.decision.active[-2:].all()
+    assert drop_walls_across_long_walls(corner, []) == [] and corner.decision.active[-2:].all()
     crossing = _fit_with_edges(towers | {(1, -1): (True, 0.9)}, edges | {((1, -1), (1, 0)): (True, 0.7)})
-    assert drop_walls_across_long_walls(crossing) == [] and crossing.decision.active[-4:].all()
+    assert drop_walls_across_long_walls(crossing, []) == [] and crossing.decision.active[-4:].all()
+
+
+def test_a_long_wall_a_clearly_seen_wall_ends_under_is_read_as_two_short_walls_when_the_boxes_hold_fewer_long_walls():
+    from vision.pipeline import build_castle, drop_walls_across_long_walls
+
+    def with_more_long_walls(n: int) -> Fit:
+        """The wall across a long wall's middle, in a castle with `n` more long walls elsewhere."""
+        towers, edges = _wall_across_a_long_walls_middle(0.7)
+        for y in range(3, 3 + 2 * n, 2):
+            towers |= {(0, y): (True, 0.9), (2, y): (True, 0.9)}
+            edges |= {((0, y), (1, y)): (True, 0.9), ((1, y), (2, y)): (True, 0.9)}
+        return _fit_with_edges(towers, edges)
+
+    # One set holds 26 long walls: with 26 others read, the one the short wall meets is one too many,
+    # and three short walls meeting with no tower is a castle that can stand (G1 makes it a notice).
+    fit = with_more_long_walls(26)
+    notes = drop_walls_across_long_walls(fit, [])
+    castle, offset = build_castle(fit, [])
+    assert offset == (0, 0) and sum(w.length == 2 for w in castle.walls) == 26
+    assert {((0, 0), (1, 0)), ((1, 0), (2, 0)), ((1, 0), (1, 1))} <= {(w.a, w.b) for w in castle.walls}
+    assert [n["rule"] for n in notes] == ["G4"] and "two short walls meeting at [1, 0]" in notes[0]["message"]
+    halves = [i for i, el in enumerate(fit.elements) if el.key in (((0, 0), (1, 0)), ((1, 0), (2, 0)))]
+    assert min(abs(fit.decision.margin[halves])) < 0.1  # decided by the counts: uncertain in the confidence
+    # With the boxes' count read, the short wall across is the misread, as without the counts.
+    fit = with_more_long_walls(25)
+    notes = drop_walls_across_long_walls(fit, [])
+    assert ((1, 0), (1, 1)) not in {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
+    assert "read as absent" in notes[0]["message"]
 
 
 def test_the_readers_notes_name_points_where_the_castle_has_them():
@@ -144,7 +172,7 @@ def test_the_readers_notes_name_points_where_the_castle_has_them():
     edges = {(shift(a), shift(b)): v for (a, b), v in
              {((0, 0), (1, 0)): (True, 0.9), ((1, 0), (2, 0)): (True, 0.85), ((1, 0), (1, 1)): (True, 0.7)}.items()}
     fit = _fit_with_edges(towers, edges)
-    notes = drop_walls_across_long_walls(fit)
+    notes = drop_walls_across_long_walls(fit, [])
     castle, offset = build_castle(fit, [])
     (long_wall,) = castle.walls
     message = in_castle_frame(notes, offset)[0]["message"]
