@@ -305,6 +305,31 @@ def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
         assert extend_walls_from_towers(fit, []) == [] and build_castle(fit, [])[0].walls == ()
 
 
+def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_walls_left():
+    from dataclasses import replace
+
+    from vision.pipeline import build_castle, extend_walls_from_towers
+    from vision.reconstruct import Element
+
+    # Two towers side by side and the short wall between them seen at half certainty (its lower half
+    # taken for table, say): decided absent, but plastic where it stands and table either side.
+    d = Dims()
+    towers = [((x, 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0.0, 1.0)]
+    faint_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h, 0.0)
+    fit = _top_down_fit(towers + [faint_wall], {(0, 0): True, (1, 0): True})
+    notes = extend_walls_from_towers(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
+    assert len(notes) == 1 and "to the tower at" in notes[0]["message"]
+    # With all 30 short walls of the set read elsewhere, a wall between towers would be one too many.
+    fit = _top_down_fit(towers + [faint_wall], {(0, 0): True, (1, 0): True})
+    elsewhere = [Element("edge", ((10, 2 * k), (11, 2 * k))) for k in range(30)]
+    fit = replace(fit, elements=fit.elements + elsewhere,
+                  decision=Decision(np.concatenate([fit.decision.active, np.ones(30, bool)]),
+                                    np.concatenate([fit.decision.margin, np.full(30, 0.9)]), 0.0))
+    assert extend_walls_from_towers(fit, []) == []
+    assert ((0, 0), (1, 0)) not in {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
+
+
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow", **seen):
     from vision.keeps import FoundKeep
 
