@@ -657,6 +657,70 @@ def extend_walls_from_towers(fit: Fit, keeps: list[FoundKeep], min_evidence: flo
     return notes
 
 
+def _wall_as_it_stands(fit: Fit, start: tuple[int, int], end: tuple[int, int]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Centre and half extents (lattice units) of a short wall from the face of the tower at `start` to a
+    tower's half-width short of `end` (a tower's face there, or the wall's free end)."""
+    d = fit.dims
+    stop_at = 1.0 - d.tower_half
+    middle, half_length = (d.tower_half + stop_at) / 2, (stop_at - d.tower_half) / 2
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    return (start[0] + dx * middle, start[1] + dy * middle), d.wall_extent(dx != 0, half_length)
+
+
+def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int = 4, min_evidence: float = PIECE_MARGIN,
+                              min_view: float = 0.25, min_contrast: float = WALL_CONTRAST) -> list[dict]:
+    """Short walls the photo shows, missed, are read as present where the finished castle lacks exactly
+    some short walls: its towers and long walls match the boxes in play, and at most `max_missing`
+    short walls are unused.
+
+    The rule steps before counted walls while a long wall's halves were still two short walls and walls
+    the rules later drop were still there, so a wall a tower's face shows (a lit face taken for a wooden
+    table, its top half seen) could be left out for a count that was not yet the castle's. Judged as in
+    extend_walls_from_towers (evidence over the wall as it stands, or contrast with the table beside
+    it), strongest first, steps from a decided tower to a neighbouring tower or to a free lattice point
+    are read until the count is made up, never two to one free point and never one ending under a long
+    wall's middle (G4). The counts decided them: they stay uncertain in the confidence.
+    """
+    if fit.weight is None:
+        return []
+    castle, (ox, oy) = build_castle(fit, keeps)
+    left = castle.pieces_left()
+    if left["towers"] != 0 or left["long walls"] != 0 or not 0 < left["short walls"] <= max_missing:
+        return []
+    active, margin = fit.decision.active, fit.decision.margin
+    towers = _decided_towers(fit)
+    ends = _wall_ends(fit)
+    middles = {(w.middle[0] + ox, w.middle[1] + oy) for w in castle.walls if w.middle is not None}
+    cover = fit.cover()
+    seen = []
+    for i, el in enumerate(fit.elements):
+        if active[i] or el.kind != "edge" or len(el.idx) == 0 or not (el.key[0] in towers or el.key[1] in towers):
+            continue
+        start, end = el.key if el.key[0] in towers else el.key[::-1]
+        if end not in towers and (end in ends or end in middles):
+            continue
+        centre, extent = _wall_as_it_stands(fit, start, end)
+        evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
+        if in_view < min_view:
+            continue
+        table = _beside_the_step(fit, centre, extent, (end[1] - start[1], end[0] - start[0]), cover, min_view)
+        contrast = evidence - table if table is not None else None
+        if evidence > min_evidence or (contrast is not None and contrast > min_contrast):
+            seen.append((-(contrast if contrast is not None else evidence), i, start, end))
+    taken, notes = set(), []
+    for _, i, start, end in sorted(seen)[:left["short walls"]]:
+        if end in taken:
+            continue
+        if end not in towers:
+            taken.add(end)
+        active[i], margin[i] = True, 0.0  # decided by the count: uncertain in the confidence
+        notes.append({"rule": "components", "severity": "notice",
+                      "message": f"the castle uses every tower and long wall of its boxes but {left['short walls']} short "
+                                 f"wall(s) fewer; the wall from {list(start)} to {list(end)}, which the photo shows faintly, "
+                                 "was read as present"})
+    return notes
+
+
 def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.35, min_view: float = 0.25) -> list[dict]:
     """Short walls that stop at a free end where the other half of a long wall was missed are read as
     long walls.
@@ -1380,6 +1444,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             rule_notes = resolve_with_rules(fit, keeps)
             rule_notes += open_joints(fit)
             rule_notes += drop_walls_across_long_walls(fit, keeps)
+            rule_notes += add_walls_the_counts_miss(fit, keeps)
             castle, offset = build_castle(fit, keeps)
             rule_notes = in_castle_frame(rule_notes, offset)
             castle = None if castle.is_empty else castle

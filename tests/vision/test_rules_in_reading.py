@@ -306,10 +306,7 @@ def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
 
 
 def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_walls_left():
-    from dataclasses import replace
-
     from vision.pipeline import build_castle, extend_walls_from_towers
-    from vision.reconstruct import Element
 
     # Two towers side by side and the short wall between them seen at half certainty (its lower half
     # taken for table, say): decided absent, but plastic where it stands and table either side.
@@ -321,13 +318,45 @@ def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_wall
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
     assert len(notes) == 1 and "to the tower at" in notes[0]["message"]
     # With all 30 short walls of the set read elsewhere, a wall between towers would be one too many.
-    fit = _top_down_fit(towers + [faint_wall], {(0, 0): True, (1, 0): True})
-    elsewhere = [Element("edge", ((10, 2 * k), (11, 2 * k))) for k in range(30)]
-    fit = replace(fit, elements=fit.elements + elsewhere,
-                  decision=Decision(np.concatenate([fit.decision.active, np.ones(30, bool)]),
-                                    np.concatenate([fit.decision.margin, np.full(30, 0.9)]), 0.0))
+    fit = _with_pieces_elsewhere(_top_down_fit(towers + [faint_wall], {(0, 0): True, (1, 0): True}), 0, 0, 30)
     assert extend_walls_from_towers(fit, []) == []
     assert ((0, 0), (1, 0)) not in {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
+
+
+def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: int) -> Fit:
+    """The fit with that many more towers and walls decided present far from its own (seen nowhere)."""
+    from dataclasses import replace
+
+    from vision.reconstruct import Element
+
+    more = [Element("tower", (100 + 2 * k, 100)) for k in range(towers)]
+    more += [Element("edge", ((200 + s, 2 * k), (201 + s, 2 * k))) for k in range(long_walls) for s in (0, 1)]
+    more += [Element("edge", ((300, 2 * k), (301, 2 * k))) for k in range(short_walls)]
+    return replace(fit, elements=fit.elements + more,
+                   decision=Decision(np.concatenate([fit.decision.active, np.ones(len(more), bool)]),
+                                     np.concatenate([fit.decision.margin, np.full(len(more), 0.9)]), 0.0))
+
+
+def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_walls():
+    from vision.pipeline import add_walls_the_counts_miss, build_castle
+
+    # Two towers, the short wall between them seen at half certainty and decided absent; elsewhere the
+    # rest of one set: 30 towers, all 26 long walls and 29 short walls. One short wall is missing.
+    d = Dims()
+    towers = [((x, 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0.0, 1.0)]
+    faint_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h, 0.0)
+    plastic = towers + [faint_wall]
+    fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, 26, 29)
+    assert build_castle(fit, [])[0].pieces_left() == {"towers": 0, "short walls": 1, "long walls": 0}
+    notes = add_walls_the_counts_miss(fit, [])
+    assert build_castle(fit, [])[0].pieces_left()["short walls"] == 0 and len(notes) == 1
+    assert "from [0, 0] to [1, 0]" in notes[0]["message"] or "from [1, 0] to [0, 0]" in notes[0]["message"]
+    wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    assert fit.decision.active[wall] and abs(fit.decision.margin[wall]) < 0.1  # uncertain in the confidence
+    # Every short wall read already, a long wall short, or only table where the wall would stand: none is added.
+    for more, seen in (((30, 26, 30), plastic), ((30, 25, 29), plastic), ((30, 26, 29), towers)):
+        fit = _with_pieces_elsewhere(_top_down_fit(seen, {(0, 0): True, (1, 0): True}), *more)
+        assert add_walls_the_counts_miss(fit, []) == []
 
 
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow", **seen):
