@@ -17,6 +17,8 @@ Edge = tuple[Point, Point]  # a unit lattice edge, endpoints sorted
 
 FORMAT = "castellan/1"
 COLOURS: tuple[str, ...] = ("red", "blue", "yellow", "green")
+# The keep colours of each edition (rules.md, components): one set is one edition's two colours.
+EDITIONS: tuple[tuple[str, ...], ...] = (("red", "blue"), ("yellow", "green"))
 
 # One box (rules.md, Components): grey pieces and keeps per colour.
 TOWERS_PER_SET = 32

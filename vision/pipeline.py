@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
-from scoring.castle import GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
+from scoring.castle import EDITIONS, GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from scoring.findings import castle_parts, walls_ending_under_long_walls
 from scoring.score import Score
 from vision.camera import Camera
@@ -1069,6 +1069,38 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** sum(in_doubt))
 
 
+def drop_keeps_of_no_set(castle: Castle, keeps: list[FoundKeep], nearly: float = 0.9) -> tuple[list[FoundKeep], list[dict]]:
+    """Keeps beside the castle of a colour no player of it can have are read as not keeps: (the keeps
+    kept, a notice per colour dropped).
+
+    One set is one edition's two colours (red and blue, or yellow and green). A castle built of one
+    set's grey pieces, nearly all of them (`nearly`), whose courtyards are claimed by one edition's
+    colours was played by those two: keeps of another colour that claim no courtyard are then
+    something of its colour on the table (a wooden floor's knots read as yellow keeps on dev27's
+    photo_063, a green speck on photo_000), not a third player's supply. Counted as two sets, they made
+    the castle look half built to the rule steps, and added a player with no points to the score.
+    """
+    colours = castle.colours_in_play
+    if len(colours) <= 2 or castle.players:
+        return keeps, []
+    n_short = sum(w.length == 1 for w in castle.walls)
+    have = {"towers": len(castle.towers), "short walls": n_short, "long walls": len(castle.walls) - n_short}
+    left = {kind: per_set - have[kind] for kind, per_set in GREY_PIECES_PER_SET.items()}
+    if min(left.values()) < 0 or sum(left.values()) > (1 - nearly) * sum(GREY_PIECES_PER_SET.values()):
+        return keeps, []
+    claiming = {k.colour for yard in score_castle(castle).courtyards for k in yard.keeps}
+    edition = next((pair for pair in EDITIONS if claiming <= set(pair)), None)
+    if edition is None or not claiming:
+        return keeps, []
+    strays = [c for c in colours if c not in edition]
+    kept = [k for k in keeps if k.colour not in strays]
+    notes = [{"rule": "components", "severity": "notice",
+              "message": f"{sum(k.colour == c for k in keeps)} {c} keep(s) beside the castle were read, but its grey pieces "
+                         f"are one set's and its courtyards are {' and '.join(edition)}'s: read as not keeps (something "
+                         f"{c} on the table?)"} for c in strays]
+    return kept, notes
+
+
 def keeps_that_score(keeps: list[FoundKeep], score: Score | None) -> list[FoundKeep]:
     """The keeps whose reading can change a score: those standing in a courtyard of the reading (C2).
     A keep outside every courtyard is supply; its colour or height changes no courtyard's points (S2-S4;
@@ -1446,7 +1478,10 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             rule_notes += drop_walls_across_long_walls(fit, keeps)
             rule_notes += add_walls_the_counts_miss(fit, keeps)
             castle, offset = build_castle(fit, keeps)
-            rule_notes = in_castle_frame(rule_notes, offset)
+            keeps, colour_notes = drop_keeps_of_no_set(castle, keeps)
+            if colour_notes:
+                castle, offset = build_castle(fit, keeps)
+            rule_notes = in_castle_frame(rule_notes, offset) + colour_notes
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):

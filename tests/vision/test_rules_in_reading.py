@@ -722,3 +722,24 @@ def test_keeps_seen_where_the_reading_puts_grey_pieces_refuse_it_as_a_wrong_latt
     wrong = _assess_reading(castle, weak=0, keep_px=under_pieces)
     assert wrong.confidence < CONFIDENCE_THRESHOLD and wrong.factors["lattice"] == 0.0
     assert "lattice could not be fitted" in wrong.refusal
+
+
+def test_keeps_beside_a_one_set_castle_of_a_colour_none_of_its_players_has_are_read_as_not_keeps():
+    from dataclasses import replace
+
+    from scoring import Keep
+    from scoring.generate import random_finished_castle
+    from vision.pipeline import drop_keeps_of_no_set
+
+    castle = replace(random_finished_castle(7, ["red", "blue"]), players=None)
+    far = (max(x for x, _ in castle.towers) + 5.0, 0.5)  # beside the castle, in no courtyard
+    found = [_keep(0.9, -0.2, colour=k.colour) for k in castle.keeps]
+    with_strays = replace(castle, keeps=castle.keeps + (Keep("yellow", far), Keep("yellow", far)))
+    kept, notes = drop_keeps_of_no_set(with_strays, found + [_keep(0.9, -0.2, colour="yellow")] * 2)
+    assert kept == found and [n["rule"] for n in notes] == ["components"] and "2 yellow keep(s)" in notes[0]["message"]
+    # A third colour claiming a courtyard is a player; so is one beside a castle of more than one set's pieces.
+    yard_keep = castle.keeps[0]
+    claimed = replace(castle, keeps=castle.keeps[1:] + (Keep("yellow", yard_keep.at), Keep("yellow", far)))
+    assert drop_keeps_of_no_set(claimed, found)[1] == []
+    bigger = replace(with_strays, towers=with_strays.towers + ((far[0] + 3, 0), (far[0] + 3, 1)))
+    assert drop_keeps_of_no_set(bigger, found)[1] == []
