@@ -267,6 +267,22 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
+def test_after_the_rule_steps_a_long_walls_far_half_is_completed_only_as_the_counts_say():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # The scene above, the long wall's far half decided absent, in a castle with one short wall too many
+    # and one long wall too few: completed. With the short walls' count right, it stays a short wall.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
+    for short_walls_elsewhere, completed in ((30, True), (29, False)):
+        fit = _with_pieces_elsewhere(_top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True}),
+                                     31, 25, short_walls_elsewhere)
+        notes = complete_long_walls(fit, [], as_counted=True)
+        walls = {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
+        assert (((0, 0), (2, 0)) in walls) == completed and len(notes) == completed
+
+
 def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic():
     from vision.pipeline import build_castle, extend_walls_from_towers
 
