@@ -679,7 +679,8 @@ def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int
     extend_walls_from_towers (evidence over the wall as it stands, or contrast with the table beside
     it), strongest first, steps from a decided tower to a neighbouring tower or to a free lattice point
     are read until the count is made up, never two to one free point and never one ending under a long
-    wall's middle (G4). The counts decided them: they stay uncertain in the confidence.
+    wall's middle (G4). The counts decided them: they stay uncertain in the confidence. On dev27 (80
+    renders of unseen27's seeds): 5 photos better, none worse; photo_053 answered right (0.058 -> 0.765).
     """
     if fit.weight is None:
         return []
