@@ -759,3 +759,12 @@ def test_keeps_beside_a_one_set_castle_of_a_colour_none_of_its_players_has_are_r
     assert drop_keeps_of_no_set(claimed, found)[1] == []
     bigger = replace(with_strays, towers=with_strays.towers + ((far[0] + 3, 0), (far[0] + 3, 1)))
     assert drop_keeps_of_no_set(bigger, found)[1] == []
+
+
+def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
+    from vision.pipeline import CONFIDENCE_THRESHOLD, WEAK_KEEP, plane_factor
+
+    assert plane_factor(0.0) >= CONFIDENCE_THRESHOLD  # every other factor sure: answered
+    assert plane_factor(0.0) * WEAK_KEEP < CONFIDENCE_THRESHOLD  # with one more doubt: refused
+    assert plane_factor(0.5) == plane_factor(1.0) == 1.0
+    assert plane_factor(0.0) < plane_factor(0.25) < plane_factor(0.5)
