@@ -768,3 +768,18 @@ def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
     assert plane_factor(0.0) * WEAK_KEEP < CONFIDENCE_THRESHOLD  # with one more doubt: refused
     assert plane_factor(0.5) == plane_factor(1.0) == 1.0
     assert plane_factor(0.0) < plane_factor(0.25) < plane_factor(0.5)
+
+
+def test_a_colour_without_a_double_keep_read_from_straight_above_refuses_the_reading():
+    from vision.pipeline import CONFIDENCE_THRESHOLD, keeps_factor
+
+    # Seen from nearly straight above (heights read from the keeps' size), no yellow keep read double:
+    # a shaded Double Keep may be among them, and a courtyard's points would double.
+    from_above = [_keep(0.9, -0.2, height_by_size=True), _keep(0.9, -0.2, height_by_size=True), _keep(0.9, -0.2, colour="red", height_by_size=True)]
+    from_above[2].double = True  # red's Double Keep was read
+    assert keeps_factor(from_above) < CONFIDENCE_THRESHOLD
+    # Its Double Keep read, or the heights read by their outline (seen from lower down): no doubt.
+    from_above[0].double = True
+    assert keeps_factor(from_above) == 1.0
+    from_the_side = [_keep(0.9, -0.2), _keep(0.9, -0.2)]
+    assert keeps_factor(from_the_side) == 1.0
