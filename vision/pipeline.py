@@ -1110,7 +1110,7 @@ def colours_whose_double_keep_may_hide(keeps: list[FoundKeep]) -> list[str]:
     of 55. A colour with a keep whose height is already in doubt is left out (that keep is the doubt).
     keeps_factor weighs each such colour as a height in doubt: on dev27, dev28, unseen29 and unseen30
     (300 photos, all development data by then) that refused both wrong answers and two right ones (dev27
-    photo_056, unseen30 photo_059, each at 1.0)."""
+    photo_056, unseen30 photo_059, each at 1.0); on unseen31, rendered after it, no answer changed."""
     colours = sorted({k.colour for k in keeps})
     return [c for c in colours if not any(k.double or _height_in_doubt(k) for k in keeps if k.colour == c)
             and any(k.height_by_size for k in keeps if k.colour == c)]
