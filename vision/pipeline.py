@@ -22,7 +22,8 @@ import numpy as np
 from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import EDITIONS, GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from scoring.findings import castle_parts, walls_ending_under_long_walls
-from scoring.score import Score
+from scoring.courtyards import find_courtyards
+from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
@@ -621,35 +622,15 @@ def extend_walls_from_towers(fit: Fit, keeps: list[FoundKeep], min_evidence: flo
     """
     if fit.weight is None:
         return []
-    active, d = fit.decision.active, fit.dims
-    towers = _decided_towers(fit)
-    ends = _wall_ends(fit)
-    cover = fit.cover()
-    start_at, stop_at = d.tower_half, 1.0 - d.tower_half  # along the step, the wall as it stands
-    middle, half_length = (start_at + stop_at) / 2, (stop_at - start_at) / 2
-    seen = []
-    for i, el in enumerate(fit.elements):
-        if active[i] or el.kind != "edge" or len(el.idx) == 0 or not (el.key[0] in towers or el.key[1] in towers):
-            continue
-        start, free = el.key if el.key[0] in towers else el.key[::-1]
-        if free in ends and free not in towers:
-            continue
-        dx, dy = free[0] - start[0], free[1] - start[1]
-        centre, extent = (start[0] + dx * middle, start[1] + dy * middle), d.wall_extent(dx != 0, half_length)
-        evidence, in_view = fit.evidence_in_view(centre, extent, d.wall_h, cover)
-        if in_view < min_view:
-            continue
-        table = _beside_the_step(fit, centre, extent, (dy, dx), cover, min_view)
-        contrast = evidence - table if table is not None else None
-        if evidence > min_evidence or (contrast is not None and contrast > min_contrast):
-            seen.append((-(contrast if contrast is not None else evidence), i, start, free))
+    active, towers = fit.decision.active, _decided_towers(fit)
+    seen = _faint_walls_from_towers(fit, towers, min_evidence, min_view, min_contrast)
     if not seen:
         return []
     left = build_castle(fit, keeps)[0].pieces_left()
     missing = left["short walls"] + 2 * left["long walls"]  # in lattice steps of wall
     short_missing = left["short walls"]  # (a wall between two towers is a short wall)
     taken, notes = set(), []
-    for _, i, start, free in sorted(seen):
+    for i, start, free in seen:
         if missing <= 0:
             break
         if free in taken or (free in towers and short_missing <= 0):
@@ -676,6 +657,31 @@ def _wall_as_it_stands(fit: Fit, start: tuple[int, int], end: tuple[int, int]) -
     return (start[0] + dx * middle, start[1] + dy * middle), d.wall_extent(dx != 0, half_length)
 
 
+def _faint_walls_from_towers(fit: Fit, towers: set, min_evidence: float, min_view: float,
+                             min_contrast: float) -> list[tuple[int, tuple[int, int], tuple[int, int]]]:
+    """(element, tower, other end) of every undecided step from a decided tower to a neighbouring tower or
+    to a lattice point no other wall reaches, whose wall as it stands shows plastic: evidence above
+    `min_evidence`, or `min_contrast` above the table strips beside it (at least `min_view` of each box in
+    view); strongest first, by contrast where a strip is in view and by evidence elsewhere."""
+    active, ends, cover = fit.decision.active, _wall_ends(fit), fit.cover()
+    seen = []
+    for i, el in enumerate(fit.elements):
+        if active[i] or el.kind != "edge" or len(el.idx) == 0 or not (el.key[0] in towers or el.key[1] in towers):
+            continue
+        start, end = el.key if el.key[0] in towers else el.key[::-1]
+        if end in ends and end not in towers:
+            continue  # (a wall there would join wall to wall: G1; a long wall's middle is such a point)
+        centre, extent = _wall_as_it_stands(fit, start, end)
+        evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
+        if in_view < min_view:
+            continue
+        table = _beside_the_step(fit, centre, extent, (end[1] - start[1], end[0] - start[0]), cover, min_view)
+        contrast = evidence - table if table is not None else None
+        if evidence > min_evidence or (contrast is not None and contrast > min_contrast):
+            seen.append((-(contrast if contrast is not None else evidence), i, start, end))
+    return [(i, start, end) for _, i, start, end in sorted(seen)]
+
+
 def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int = 4, min_evidence: float = PIECE_MARGIN,
                               min_view: float = 0.25, min_contrast: float = WALL_CONTRAST) -> list[dict]:
     """Short walls the photo shows, missed, are read as present where the finished castle lacks exactly
@@ -687,38 +693,18 @@ def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int
     table, its top half seen) could be left out for a count that was not yet the castle's. Judged as in
     extend_walls_from_towers (evidence over the wall as it stands, or contrast with the table beside
     it), strongest first, steps from a decided tower to a neighbouring tower or to a free lattice point
-    are read until the count is made up, never two to one free point and never one ending under a long
-    wall's middle (G4). The counts decided them: they stay uncertain in the confidence. On dev27 (80
+    are read until the count is made up, never two to one free point and never one to a point where
+    another wall ends (a long wall's middle among them, G4). The counts decided them: they stay uncertain in the confidence. On dev27 (80
     renders of unseen27's seeds): 5 photos better, none worse; photo_053 answered right (0.058 -> 0.765).
     """
     if fit.weight is None:
         return []
-    castle, (ox, oy) = build_castle(fit, keeps)
-    left = castle.pieces_left()
+    left = build_castle(fit, keeps)[0].pieces_left()
     if left["towers"] != 0 or left["long walls"] != 0 or not 0 < left["short walls"] <= max_missing:
         return []
-    active, margin = fit.decision.active, fit.decision.margin
-    towers = _decided_towers(fit)
-    ends = _wall_ends(fit)
-    middles = {(w.middle[0] + ox, w.middle[1] + oy) for w in castle.walls if w.middle is not None}
-    cover = fit.cover()
-    seen = []
-    for i, el in enumerate(fit.elements):
-        if active[i] or el.kind != "edge" or len(el.idx) == 0 or not (el.key[0] in towers or el.key[1] in towers):
-            continue
-        start, end = el.key if el.key[0] in towers else el.key[::-1]
-        if end not in towers and (end in ends or end in middles):
-            continue
-        centre, extent = _wall_as_it_stands(fit, start, end)
-        evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
-        if in_view < min_view:
-            continue
-        table = _beside_the_step(fit, centre, extent, (end[1] - start[1], end[0] - start[0]), cover, min_view)
-        contrast = evidence - table if table is not None else None
-        if evidence > min_evidence or (contrast is not None and contrast > min_contrast):
-            seen.append((-(contrast if contrast is not None else evidence), i, start, end))
+    active, margin, towers = fit.decision.active, fit.decision.margin, _decided_towers(fit)
     taken, notes = set(), []
-    for _, i, start, end in sorted(seen)[:left["short walls"]]:
+    for i, start, end in _faint_walls_from_towers(fit, towers, min_evidence, min_view, min_contrast)[:left["short walls"]]:
         if end in taken:
             continue
         if end not in towers:
@@ -786,9 +772,10 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     spare = min(-left["short walls"] - len(seen), left["long walls"] - len(seen))
     free_ends, notes = set(), []
     shown = {half for _, half, _, _ in seen}
-    halves = sorted(seen) + with_tower + sorted(free)[:max(spare, 0)]
     if as_counted:
         halves = (sorted(seen) + sorted(with_tower) + sorted(free))[:max(0, min(-left["short walls"], left["long walls"]))]
+    else:
+        halves = sorted(seen) + with_tower + sorted(free)[:max(spare, 0)]
     for _, half, end, far in halves:
         if far not in towers:
             if far in free_ends:  # two free halves meeting would join wall to wall
@@ -1124,18 +1111,16 @@ def drop_keeps_of_no_set(castle: Castle, keeps: list[FoundKeep], nearly: float =
     set's grey pieces, nearly all of them (`nearly`), whose courtyards are claimed by one edition's
     colours was played by those two: keeps of another colour that claim no courtyard are then
     something of its colour on the table (a wooden floor's knots read as yellow keeps on dev27's
-    photo_063, a green speck on photo_000), not a third player's supply. Counted as two sets, they made
+    photo_063, a green keep that was none on photo_000), not a third player's supply. Counted as two sets, they made
     the castle look half built to the rule steps, and added a player with no points to the score.
     """
     colours = castle.colours_in_play
     if len(colours) <= 2 or castle.players:
         return keeps, []
-    n_short = sum(w.length == 1 for w in castle.walls)
-    have = {"towers": len(castle.towers), "short walls": n_short, "long walls": len(castle.walls) - n_short}
-    left = {kind: per_set - have[kind] for kind, per_set in GREY_PIECES_PER_SET.items()}
+    left = replace(castle, sets=1).pieces_left()
     if min(left.values()) < 0 or sum(left.values()) > (1 - nearly) * sum(GREY_PIECES_PER_SET.values()):
         return keeps, []
-    claiming = {k.colour for yard in score_castle(castle).courtyards for k in yard.keeps}
+    claiming = {k.colour for yard in keeps_by_courtyard(castle, find_courtyards(castle)).values() for k in yard}
     edition = next((pair for pair in EDITIONS if claiming <= set(pair)), None)
     if edition is None or not claiming:
         return keeps, []
@@ -1216,8 +1201,9 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     sized = np.array([len(el.idx) > 0 for el in fit.elements])
     weak = int(np.sum((m < PIECE_MARGIN) & sized))
     f["pieces"] = float(0.9 ** weak * (0.5 if weak > 3 else 1.0))
-    f["keeps"] = keeps_factor(keeps_that_score(keeps, score)) if keeps else (0.5 if score is not None else 0.0)
-    for colour in colours_whose_double_keep_may_hide(keeps_that_score(keeps, score)):
+    scoring_keeps = keeps_that_score(keeps, score)
+    f["keeps"] = keeps_factor(scoring_keeps) if keeps else (0.5 if score is not None else 0.0)
+    for colour in colours_whose_double_keep_may_hide(scoring_keeps):
         findings.append({"rule": "C5", "severity": "notice",
                          "message": f"no {colour} keep was read as a Double Keep, and from this high up one may look single: "
                                     f"if {colour} has a Double Keep, its courtyard scores double (a photo from a little lower shows it)"})

@@ -267,6 +267,20 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
+def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: int) -> Fit:
+    """The fit with that many more towers and walls decided present far from its own (seen nowhere)."""
+    from dataclasses import replace
+
+    from vision.reconstruct import Element
+
+    more = [Element("tower", (100 + 2 * k, 100)) for k in range(towers)]
+    more += [Element("edge", ((200 + s, 2 * k), (201 + s, 2 * k))) for k in range(long_walls) for s in (0, 1)]
+    more += [Element("edge", ((300, 2 * k), (301, 2 * k))) for k in range(short_walls)]
+    return replace(fit, elements=fit.elements + more,
+                   decision=Decision(np.concatenate([fit.decision.active, np.ones(len(more), bool)]),
+                                     np.concatenate([fit.decision.margin, np.full(len(more), 0.9)]), 0.0))
+
+
 def test_after_the_rule_steps_a_long_walls_far_half_is_completed_only_as_the_counts_say():
     from vision.pipeline import build_castle, complete_long_walls
 
@@ -337,20 +351,6 @@ def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_wall
     fit = _with_pieces_elsewhere(_top_down_fit(towers + [faint_wall], {(0, 0): True, (1, 0): True}), 0, 0, 30)
     assert extend_walls_from_towers(fit, []) == []
     assert ((0, 0), (1, 0)) not in {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
-
-
-def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: int) -> Fit:
-    """The fit with that many more towers and walls decided present far from its own (seen nowhere)."""
-    from dataclasses import replace
-
-    from vision.reconstruct import Element
-
-    more = [Element("tower", (100 + 2 * k, 100)) for k in range(towers)]
-    more += [Element("edge", ((200 + s, 2 * k), (201 + s, 2 * k))) for k in range(long_walls) for s in (0, 1)]
-    more += [Element("edge", ((300, 2 * k), (301, 2 * k))) for k in range(short_walls)]
-    return replace(fit, elements=fit.elements + more,
-                   decision=Decision(np.concatenate([fit.decision.active, np.ones(len(more), bool)]),
-                                     np.concatenate([fit.decision.margin, np.full(len(more), 0.9)]), 0.0))
 
 
 def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_walls():
