@@ -267,6 +267,26 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
+def test_a_long_walls_far_half_is_completed_where_another_wall_ends_free_across_it():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # The long wall of the scene above, and a short wall from the tower at (2,-1) ending free at (2,0),
+    # where the long wall ends too: two free ends meeting at a right angle, each waiting for a tower (G4
+    # allows it; nothing joins wall to wall). A run of two walls passing (2,0) in line is a long wall's
+    # middle or an open joint, where no wall may end (G4): then the half stays out.
+    d = Dims()
+    tower, far_tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h), ((2.0, -1.0), (d.tower_half, d.tower_half), d.tower_h)
+    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
+    across = ((2.0, -0.5), (d.wall_half, 0.5 - d.tower_half), d.wall_h)
+    decided = {(0, 0): True, ((0, 0), (1, 0)): True, (2, -1): True, ((2, -1), (2, 0)): True}
+    fit = _top_down_fit([tower, long_wall, far_tower, across], decided)
+    notes = complete_long_walls(fit, [])
+    assert sorted(w.length for w in build_castle(fit, [])[0].walls) == [1, 2] and "[2, 0]" in notes[0]["message"]
+    run = ((2.0, 0.0), (d.wall_half, 1.0 - d.tower_half), d.wall_h)
+    fit = _top_down_fit([tower, long_wall, far_tower, run], {**decided, ((2, 0), (2, 1)): True})
+    assert complete_long_walls(fit, []) == []
+
+
 def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: int) -> Fit:
     """The fit with that many more towers and walls decided present far from its own (seen nowhere)."""
     from dataclasses import replace
