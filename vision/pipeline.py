@@ -705,6 +705,8 @@ def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int
     are read until the count is made up, never two to one free point and never one to a point where
     another wall ends (a long wall's middle among them, G4). The counts decided them: they stay uncertain in the confidence. On dev27 (80
     renders of unseen27's seeds): 5 photos better, none worse; photo_053 answered right (0.058 -> 0.765).
+    Then, while walls are still missing, steps between towers that the photo barely rules out
+    (_barely_ruled_out_walls).
     """
     if fit.weight is None:
         return []
@@ -723,6 +725,46 @@ def add_walls_the_counts_miss(fit: Fit, keeps: list[FoundKeep], max_missing: int
                       "message": f"the castle uses every tower and long wall of its boxes but {left['short walls']} short "
                                  f"wall(s) fewer; the wall from {list(start)} to {list(end)}, which the photo shows faintly, "
                                  "was read as present"})
+    notes += _barely_ruled_out_walls(fit, keeps, towers)
+    return notes
+
+
+def _barely_ruled_out_walls(fit: Fit, keeps: list[FoundKeep], towers: set, max_tries: int = 12) -> list[dict]:
+    """Where the castle still lacks short walls after the faint walls are taken, steps between two decided
+    towers that the photo barely rules out (margin under PIECE_MARGIN; the `max_tries` weakest) are read
+    as present, weakest first, while short walls are missing and each adds no rule problem.
+
+    The self-check (resolve_with_rules) reads such a wall as absent where it clashes with walls that later
+    steps drop (a short wall ending under a long wall's middle, G4), so the wall that was there all along
+    stays out although the count asks for it (dev27 photo_005: two such walls in line through a tower).
+    The count decided them against the photo, so they stay uncertain in the confidence and the reading's
+    exact count no longer vouches for its weak pieces (Fit.counted_against_photo; assess): with that
+    vouching, dev unseen29 photo_014 was answered wrongly at 0.85, a wall taken where another was
+    missed."""
+    missing = build_castle(fit, keeps)[0].pieces_left()["short walls"]
+    if missing <= 0:
+        return []
+    active, margin = fit.decision.active, fit.decision.margin
+    cands = sorted((float(margin[i]), i) for i, el in enumerate(fit.elements)
+                   if el.kind == "edge" and not active[i] and len(el.idx) and margin[i] < PIECE_MARGIN
+                   and el.key[0] in towers and el.key[1] in towers)[:max_tries]
+    notes = []
+    base = _rule_problems(build_castle(fit, keeps)[0])
+    for _, i in cands:
+        if missing <= 0:
+            break
+        active[i] = True
+        cost = _rule_problems(build_castle(fit, keeps)[0])
+        if cost > base:
+            active[i] = False
+            continue
+        base, missing = cost, missing - 1
+        margin[i] = 0.0
+        fit.counted_against_photo.add(i)
+        el = fit.elements[i]
+        notes.append({"rule": "components", "severity": "notice",
+                      "message": f"the castle is short of walls; the wall from {list(el.key[0])} to {list(el.key[1])}, "
+                                 "which the photo barely rules out, was read as present"})
     return notes
 
 
@@ -1246,8 +1288,9 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         f["rules"] = 1.0 if not violations else 0.3
         # A finished game uses every grey piece of its sets: a reading that passes every rule with the
         # exact piece counts is strong evidence that the weakly seen pieces were decided right.
+        # (Not where the reader itself took walls the photo argues against to make up the count.)
         counts_exact = not any(x.rule == "components" for x in score.findings)
-        if not violations and counts_exact:
+        if not violations and counts_exact and not fit.counted_against_photo:
             f["pieces"] = max(f["pieces"], PIECES_SETTLED_BY_COUNTS)
         elif not violations and f["pieces"] < 1.0 and \
                 0 < sum(score.castle.pieces_left().values()) <= NEARLY_FINISHED * _box_pieces(score.castle):
@@ -1255,6 +1298,8 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
             # misread than left unfinished. (A castle with many pieces left over is a game in play, e.g.
             # a judge's photo during a turn: its piece count says nothing.)
             f["pieces"] *= UNUSED_PIECES_DOUBT
+    # A wall read for the count against the photo is a likely misread where the count was off elsewhere.
+    f["pieces"] *= UNUSED_PIECES_DOUBT ** len(fit.counted_against_photo)
     conf = float(np.prod(list(f.values())))
     refusal = None
     if conf < CONFIDENCE_THRESHOLD:

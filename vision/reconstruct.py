@@ -194,6 +194,9 @@ class Fit:
     # Lattice points where two walls end in line with no tower between them: two short walls with open
     # ends, not a long wall passing over (told apart by the gap a tower would fill; pipeline.open_joints).
     open_joints: set = field(default_factory=set)
+    # Elements read present only because the boxes' piece count asked for them, against the photo's (weak)
+    # evidence (pipeline.add_walls_the_counts_miss): such a reading's exact count is no evidence of its own.
+    counted_against_photo: set = field(default_factory=set)
     weight: np.ndarray | None = None  # the per-pixel evidence the decisions were taken on (flat, +1 piece, -1 not)
     shape: tuple[int, int] = (0, 0)  # of the image that evidence and the camera are in
 

@@ -395,6 +395,25 @@ def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_
         assert add_walls_the_counts_miss(fit, []) == []
 
 
+def test_a_wall_between_towers_barely_ruled_out_is_read_where_the_count_still_lacks_it():
+    from vision.pipeline import add_walls_the_counts_miss, build_castle
+
+    # As above, one short wall missing from a set, but the photo shows table where it would stand, and
+    # the decision ruled it out only barely (margin 0.05; the self-check may have put it there): read as
+    # present, uncertain. Ruled out clearly (margin 0.5), it stays out.
+    d = Dims()
+    towers = [((x, 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0.0, 1.0)]
+    for ruled_out_by, read in ((0.05, True), (0.5, False)):
+        fit = _with_pieces_elsewhere(_top_down_fit(towers, {(0, 0): True, (1, 0): True}), 30, 26, 29)
+        wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+        fit.decision.margin[wall] = ruled_out_by
+        notes = add_walls_the_counts_miss(fit, [])
+        assert bool(fit.decision.active[wall]) == read and len(notes) == read
+        assert build_castle(fit, [])[0].pieces_left()["short walls"] == (0 if read else 1)
+        if read:
+            assert fit.decision.margin[wall] == 0.0 and "barely rules out" in notes[0]["message"]
+
+
 def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow", **seen):
     from vision.keeps import FoundKeep
 
@@ -554,10 +573,12 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
     assert "lattice" in _assess_with_a_piece_beyond_the_edge(touching, grey=inside).refusal
 
 
-def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndarray | None = None):
+def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndarray | None = None,
+                    counted: bool = False):
     """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly, the camera
     `elevation` degrees above the table; the pieces' silhouettes cover the photo's first 160 pixels
-    (its first rows), and `keep_px` are its keep-coloured pixels (none by default)."""
+    (its first rows), and `keep_px` are its keep-coloured pixels (none by default). With `counted`, one
+    weak piece was read present for the count against the photo."""
     from types import SimpleNamespace
 
     from scoring import score_castle
@@ -572,6 +593,7 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndar
     weight = -np.ones(shape, np.float32).ravel()
     weight[: len(fit.elements) * 20] = 1.0
     fit.weight = weight
+    fit.counted_against_photo = {0} if counted else set()
     keeps = [_keep(1.0, -0.5)]
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0)
     keep_px = np.zeros_like(region) if keep_px is None else keep_px
@@ -601,6 +623,8 @@ def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game
     doubtful = _assess_reading(short_by_one, weak=2)
     assert doubtful.refusal is not None and "pieces" in doubtful.refusal
     assert _assess_reading(finished, weak=2).refusal is None  # exact counts: the weak pieces were right
+    # Unless the reader made the count up itself with a wall the photo argues against.
+    assert "pieces" in (_assess_reading(finished, weak=2, counted=True).refusal or "")
     from scoring import parse_castle
     from tests.vision.toyscene import SMALL_CASTLE
 
