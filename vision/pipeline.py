@@ -740,7 +740,7 @@ def _barely_ruled_out_walls(fit: Fit, keeps: list[FoundKeep], towers: set, max_t
     The count decided them against the photo, so they stay uncertain in the confidence and the reading's
     exact count no longer vouches for its weak pieces (Fit.counted_against_photo; assess): with that
     vouching, dev unseen29 photo_014 was answered wrongly at 0.85, a wall taken where another was
-    missed."""
+    missed. Dev27 and dev28: 3 photos' grey pieces better, none worse, answers unchanged."""
     missing = build_castle(fit, keeps)[0].pieces_left()["short walls"]
     if missing <= 0:
         return []
