@@ -533,6 +533,19 @@ def test_surplus_towers_in_straight_runs_become_long_wall_middles():
     assert remove_excess_towers(fit, []) == [] and fit.decision.active.all()
 
 
+def test_a_surplus_tower_before_a_walls_free_end_becomes_a_long_walls_middle():
+    from vision.pipeline import remove_excess_towers
+
+    # A row of 33 towers (one set holds 32) whose last wall runs on from (32,0) to end free at (33,0): the
+    # tower at (32,0), least clearly seen, is read as the middle of a long wall ending free (G4 allows it).
+    margins = {(x, 0): (True, 0.9) for x in range(33)}
+    margins[(32, 0)] = (True, 0.3)
+    fit = _fit(margins, [((x, 0), (x + 1, 0)) for x in range(33)])
+    notes = remove_excess_towers(fit, [])
+    removed = {el.key for el, a in zip(fit.elements, fit.decision.active) if el.kind == "tower" and not a}
+    assert removed == {(32, 0)} and len(notes) == 1
+
+
 def test_the_last_rule_steps_settle_the_towers_count_too():
     from vision.pipeline import build_castle, settle_with_the_counts
 
