@@ -387,20 +387,15 @@ def _straight_through(dirs: list[tuple[int, int]]) -> bool:
     return len(dirs) == 2 and dirs[0] == (-dirs[1][0], -dirs[1][1])
 
 
-def _free_end_across(dirs: list[tuple[int, int]], along: tuple[int, int]) -> bool:
-    """The one wall leaving a point without a tower (`dirs`) runs across a wall arriving there `along`:
-    their free ends meet at a right angle, each waiting for the tower that never came (G4 only asks
-    that one could stand there), and nothing joins wall to wall. Finished games hold such corners: 851
-    among the 7,282 towerless points where walls end in the 380 renders on disk in session 29. (A point
-    two walls pass in line is a long wall's middle or an open joint: no wall may end there, G4.)"""
-    return len(dirs) == 1 and dirs[0][0] * along[0] + dirs[0][1] * along[1] == 0
-
-
-def _ends_free(dirs: list[tuple[int, int]], back: tuple[int, int]) -> bool:
-    """A point without a tower where the wall leaving it `back` ends free: alone, or beside one other
-    wall's free end across it (_free_end_across)."""
-    others = [d for d in dirs if d != back]
-    return not others or _free_end_across(others, back)
+def _ends_free(dirs: list[tuple[int, int]], along: tuple[int, int]) -> bool:
+    """A wall leaving a point without a tower `along` ends free there: no other wall leaves the point
+    (`dirs`, which may hold `along` itself), or one other that runs across it, their free ends meeting at
+    a right angle, each waiting for the tower that never came (G4 only asks that one could stand there;
+    nothing joins wall to wall). Finished games hold such corners: 851 among the 7,282 towerless points
+    where walls end in the 380 renders on disk in session 29. (A point two walls pass in line is a long
+    wall's middle or an open joint: no wall may end there, G4.)"""
+    others = [d for d in dirs if d != along]
+    return not others or (len(others) == 1 and others[0][0] * along[0] + others[0][1] * along[1] == 0)
 
 
 def _faint_walls_across_a_run(fit: Fit, dirs: dict[tuple[int, int], int], barely: float = PIECE_MARGIN) -> bool:
@@ -748,7 +743,8 @@ def _barely_ruled_out_walls(fit: Fit, keeps: list[FoundKeep], towers: set, max_t
     exact count no longer vouches for its weak pieces (Fit.counted_against_photo; assess): with that
     vouching, dev unseen29 photo_014 was answered wrongly at 0.85, a wall taken where another was
     missed. Dev27 and dev28: 3 photos' grey pieces better, none worse, answers unchanged."""
-    missing = build_castle(fit, keeps)[0].pieces_left()["short walls"]
+    castle = build_castle(fit, keeps)[0]
+    missing = castle.pieces_left()["short walls"]
     if missing <= 0:
         return []
     active, margin = fit.decision.active, fit.decision.margin
@@ -756,7 +752,7 @@ def _barely_ruled_out_walls(fit: Fit, keeps: list[FoundKeep], towers: set, max_t
                    if el.kind == "edge" and not active[i] and len(el.idx) and margin[i] < PIECE_MARGIN
                    and el.key[0] in towers and el.key[1] in towers)[:max_tries]
     notes = []
-    base = _rule_problems(build_castle(fit, keeps)[0])
+    base = _rule_problems(castle)
     for _, i in cands:
         if missing <= 0:
             break
@@ -790,7 +786,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     tower at the free end more clearly than the missing half; and, weakest first, as long as the
     reading has more short walls and fewer long walls than the boxes in play hold. A half is never
     taken where it would join another wall in line without a tower (G1); where another wall ends free across
-    it at its far point (_free_end_across) it may be: until session 29 that was barred too, and on dev27
+    it at its far point (_ends_free) it may be: until session 29 that was barred too, and on dev27
     and dev28 allowing it made grey-piece errors 4,348 -> 4,328 and 3,501 -> 3,485 (8 and 9 photos better,
     1 worse on each).
 
@@ -819,7 +815,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
             continue
         evidence, in_view = (0.0, 0.0) if cover is None else fit.evidence_in_view(
             (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), d.wall_h, cover)
-        open_far = far not in ends or _free_end_across(ends[far], (dx, dy))
+        open_far = _ends_free(ends.get(far, []), (dx, dy))
         if in_view >= min_view and evidence > 0 and (far in towers or open_far):
             seen.append((-evidence, half, end, far))
         elif margin[half] > max_doubt:
@@ -873,11 +869,10 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
         dirs = ends.get(el.key, []) if el.key in towers else []
         if _straight_through(dirs):
             (x, y), (dx, dy) = el.key, dirs[0]
-            held = [(x + s * dx, y + s * dy) in towers for s in (-1, 1)]
-            free = [(x + s * dx, y + s * dy) not in towers and _ends_free(ends[(x + s * dx, y + s * dy)], (-s * dx, -s * dy))
-                    for s in (-1, 1)]
-            if any(held) and all(h or f for h, f in zip(held, free)):  # a tower at one end, the other held or free
-                candidates.append((float(fit.decision.margin[i]), i))
+            beyond = [((x + s * dx, y + s * dy), (-s * dx, -s * dy)) for s in (-1, 1)]  # each wall's far end, and back
+            held = [p in towers for p, _ in beyond]
+            if any(held) and all(h or _ends_free(ends[p], back) for h, (p, back) in zip(held, beyond)):
+                candidates.append((float(fit.decision.margin[i]), i))  # a tower at one end, the other a tower or free
     notes = []
     for _, i in sorted(candidates)[:surplus]:
         active[i] = False
