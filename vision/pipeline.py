@@ -133,19 +133,13 @@ class PhotoReading:
         out: dict[str, Any]
         if self.castle is not None and self.score is not None and self.refusal is None:
             out = self.score.to_json()
-            castle_json = out.get("castle", {})
-            # castellan/1 lets a reconstruction add, per piece, its confidence and where it was seen.
-            for wall in castle_json.get("walls", []):
-                key = ("wall", tuple(wall["from"]), tuple(wall["to"]))
-                if key in self.piece_confidence:
-                    wall["confidence"], wall["px"] = self.piece_confidence[key]
-            for i, keep in enumerate(castle_json.get("keeps", [])):
-                if ("keep", i) in self.piece_confidence:
-                    keep["confidence"], keep["px"] = self.piece_confidence[("keep", i)]
+            self._annotate(out.get("castle", {}))
         else:
             out = {"format": "castellan-score/1", "players": {}, "winners": [], "courtyards": [], "castle": None}
             if self.tentative_castle is not None:
-                out["tentative_castle"] = self.tentative_castle.to_json()
+                # Refused, what was read is still worth showing: a player corrects the few pieces the
+                # reader doubted instead of drawing the whole castle (never scored as it stands).
+                out["tentative_castle"] = self._annotate(self.tentative_castle.to_json())
         if self.refusal is None:  # the rules engine's findings, plus what the self-check decided
             out["findings"] = list(out.get("findings", [])) + [f for f in self.findings if f.get("severity") == "notice"]
         else:
@@ -155,6 +149,20 @@ class PhotoReading:
         out["timings"] = {k: round(v, 4) for k, v in self.timings.items()}
         out["rectification"] = self.rectification
         return out
+
+    def _annotate(self, castle_json: dict) -> dict:
+        """castellan/1 lets a reconstruction add, per piece, its confidence and where it was seen; a keep
+        whose colour or height was read unsurely also says so (`doubt`)."""
+        for wall in castle_json.get("walls", []):
+            key = ("wall", tuple(wall["from"]), tuple(wall["to"]))
+            if key in self.piece_confidence:
+                wall["confidence"], wall["px"] = self.piece_confidence[key]
+        for i, keep in enumerate(castle_json.get("keeps", [])):
+            if ("keep", i) in self.piece_confidence:
+                keep["confidence"], keep["px"] = self.piece_confidence[("keep", i)]
+            if i < len(self.keeps_found) and (doubt := keep_doubt(self.keeps_found[i])):
+                keep["doubt"] = doubt
+        return castle_json
 
 
 class _Timer:
@@ -1156,6 +1164,16 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     hidden = len(colours_whose_double_keep_may_hide(keeps))
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** (sum(in_doubt) + hidden))
+
+
+def keep_doubt(keep: FoundKeep) -> str:
+    """What a player should check about a keep the reader was unsure of ("" when it was sure), in the
+    terms keeps_factor weighs: its height, or (a weak keep) its colour and whether it is there."""
+    if _height_in_doubt(keep):
+        return "single or Double Keep"
+    if keep.confidence < KEEP_DOUBT:
+        return "colour, or whether a keep stands there"
+    return ""
 
 
 def _height_in_doubt(keep: FoundKeep) -> bool:

@@ -114,7 +114,7 @@ def read_photo(data: bytes, profile: Any = None) -> Reading:
     info: dict[str, Any] = {}
     try:
         full = reading.to_json()
-        info = {k: full[k] for k in ("confidence", "refusal", "timings", "rectification") if k in full}
+        info = {k: full[k] for k in ("confidence", "refusal", "timings", "rectification", "tentative_castle") if k in full}
     except Exception:  # the reading itself is still usable without its JSON summary
         info = {"confidence": getattr(reading, "confidence", None), "refusal": getattr(reading, "refusal", None)}
     info["self_check"] = [_plain(f) for f in (getattr(reading, "findings", None) or [])]

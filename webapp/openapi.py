@@ -61,7 +61,10 @@ _stored = {
             "edit_url": {"type": "string", "format": "uri",
                          "description": "open in a browser to correct the castle on the lattice (keep it private)"},
             "reading": {"type": "object", "description": "what the photo reader measured: confidence, "
-                                                         "refusal, timings, self-check findings"},
+                                                         "refusal, timings, self-check findings; when refused, "
+                                                         "`tentative_castle`: the castellan/1 castle it made of the "
+                                                         "photo anyway (never scored), each keep it doubted with a "
+                                                         "`doubt`, each wall with its `confidence`"},
             "images": {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}},
         }}],
 }

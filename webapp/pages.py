@@ -113,8 +113,9 @@ def result(adj_id: str):
         return render_template("move.html", adj=adj, share_url=share_url)
     editable = service.can_edit(adj, None, None)
     players = (adj.reading or {}).get("players") or []
+    guess, doubted = service.unsure_guess(adj) or (None, None)
     return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
-                           editable=editable, players=players,
+                           editable=editable, players=players, guess=guess, highlight=doubted,
                            refusal=(adj.reading or {}).get("refusal") if adj.result is None else None)
 
 

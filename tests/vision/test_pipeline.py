@@ -259,3 +259,22 @@ def test_a_focal_length_the_photo_states_is_kept_by_the_fit(elevation, azimuth):
     assert rect["focal_source"] == "exif"
     assert rect["fitted_focal_px"] == pytest.approx(26 / math.hypot(36, 24) * math.hypot(640, 480), rel=0.01)
     _assert_scored_right(reading)
+
+
+def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
+    # Refused, the reading still shows what it made of the photo so a player can check the few pieces
+    # it doubted instead of drawing the whole castle; the guess is never scored as it stands.
+    from vision.keeps import HEIGHT_CAP, FoundKeep
+    from vision.pipeline import PhotoReading
+
+    castle = parse_castle(SMALL_CASTLE)
+    found = [FoundKeep(k.colour, k.at, k.double, confidence=0.95, px=(10.0, 20.0), outline=np.zeros((4, 2)))
+             for k in castle.keeps]
+    found[0].height_by_size, found[0].confidence = True, HEIGHT_CAP  # single or double from its size, barely
+    reading = PhotoReading(castle=None, confidence=0.4, refusal="a keep could not be read clearly", overlay=np.zeros((4, 4, 3), np.uint8),
+                           timings={}, findings=[], tentative_castle=castle, keeps_found=found)
+    out = json.loads(json.dumps(reading.to_json()))
+    assert out["castle"] is None and out["players"] == {} and out["refusal"]
+    guess = out["tentative_castle"]
+    assert parse_castle(guess) == castle  # the annotations are castellan/1's optional keys
+    assert [k.get("doubt", "") for k in guess["keeps"]] == ["single or Double Keep"] + [""] * (len(found) - 1)

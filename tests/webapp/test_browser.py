@@ -29,12 +29,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory):
+def live_app(tmp_path_factory):
+    return create_app({"DATABASE": str(tmp_path_factory.mktemp("db") / "db.sqlite3"), "SECRET_KEY": "browser"})
+
+
+@pytest.fixture(scope="module")
+def live_server(live_app):
     """The app under waitress (the production server) on a free loopback port."""
     from waitress.server import create_server
 
-    app = create_app({"DATABASE": str(tmp_path_factory.mktemp("db") / "db.sqlite3"), "SECRET_KEY": "browser"})
-    server = create_server(app, host="127.0.0.1", port=0, threads=4)
+    server = create_server(live_app, host="127.0.0.1", port=0, threads=4)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.effective_port}"
@@ -236,4 +240,39 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
     other.goto(page.input_value("#share-url"))
     assert {c: points(other, c) for c in expected} == corrected
     other.context.close()
+    page.context.close()
+
+
+def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, live_app, live_server):
+    # The reader refused, unsure whether the red keep is a Double Keep; the player sees its guess with
+    # that keep and a barely seen wall marked, fixes the keep and saves: only then is it scored.
+    guess = json.loads(json.dumps(SMALL_CASTLE))
+    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
+    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"])]
+    adj = live_app.extensions["castellan_storage"].create(
+        kind="score", castle_read=None, castle_corrected=None, result=None, images=[],
+        reading={"refusal": "a keep could not be read clearly: take the photo again", "players": ["red", "blue"],
+                 "tentative_castle": guess})
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(f"{live_server}/a/{adj.id}?edit={adj.edit_token}")
+    assert page.locator("#unsure-guess").is_visible()
+    assert page.locator("#players-table").count() == 0  # a guess, not a score
+    assert page.locator("#lattice").get_attribute("data-towers") == "6"
+    assert page.locator("#lattice g.keep.added").count() == 1 and page.locator("#lattice line.wall.added").count() == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+    page.click('button[data-tool="keep"]')
+    keep = page.locator("#lattice g.keep rect.keep-body")
+    keep.scroll_into_view_if_needed()
+    box = keep.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#keep-panel", state="visible")
+    page.uncheck("#selected-double")  # the player looked: a single keep
+    page.wait_for_selector('#players-table tr[data-player="red"]')
+    page.wait_for_function("document.querySelector('#players-table tr[data-player=\"red\"] td.points').textContent.trim() === '6'")
+    page.click("#save")
+    page.wait_for_selector("#edit-status:has-text('Saved')")
+    page.reload()
+    assert page.locator("#refusal").count() == 0 and page.locator("#entered-by-hand").is_visible()
+    assert points(page, "red") == 6
     page.context.close()

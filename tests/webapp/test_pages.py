@@ -243,3 +243,46 @@ def test_the_api_edit_url_gives_a_browser_the_correction_tools(app):
     r = browser.get(created["edit_url"])
     assert r.status_code == 303 and "edit=" not in r.headers["Location"]
     assert 'data-tool="wall"' in browser.get(f"/a/{created['id']}").get_data(as_text=True)
+
+
+def _refused_with_a_guess(store):
+    """A stored refusal whose reading still made a castle of the photo, unsure of one keep and one wall."""
+    guess = castle_copy()
+    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
+    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"])]
+    return store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                        reading={"refusal": "a keep could not be read clearly: take the photo again",
+                                 "players": ["red", "blue"], "tentative_castle": guess},
+                        images=[]), guess
+
+
+def _castle_data(html: str) -> dict:
+    return json.loads(re.search(r'<script id="castle-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+
+
+def test_a_refused_photo_page_starts_from_the_readers_guess_with_its_doubts_marked(client, store):
+    # A player corrects the one keep the reader doubted instead of drawing 176 pieces by hand; the
+    # guess is shown as a drawing, never as a score, until the player saves it.
+    adj, guess = _refused_with_a_guess(store)
+    html = client.get(f"/a/{adj.id}?edit={adj.edit_token}", follow_redirects=True).get_data(as_text=True)
+    assert 'id="refusal"' in html and 'id="unsure-guess"' in html and "not a score" in html
+    assert 'id="players-table"' not in html
+    data = _castle_data(html)
+    assert data["castle"] == guess and data["result"] is None and data["editable"]
+    assert data["highlight"]["keeps"] == guess["keeps"] and data["highlight"]["walls"] == [guess["walls"][0]]
+    assert "Orange: pieces the reader doubted" in html
+
+    checked = castle_copy()  # the player looked: the red keep is a Double Keep, as read
+    r = client.put(f"/api/adjudications/{adj.id}/castle", json=checked, headers={"X-Edit-Token": adj.edit_token})
+    assert r.status_code == 200, r.get_json()
+    html = client.get(f"/a/{adj.id}").get_data(as_text=True)
+    assert 'id="refusal"' not in html and 'id="unsure-guess"' not in html
+    assert "checked and saved by hand" in html and _castle_data(html)["highlight"] is None
+
+
+def test_a_refusal_without_a_guess_starts_from_an_empty_drawing(client, store):
+    adj = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                       reading={"refusal": "no castle found in the photo"}, images=[])
+    html = client.get(f"/a/{adj.id}").get_data(as_text=True)
+    assert 'id="unsure-guess"' not in html
+    assert _castle_data(html)["castle"]["towers"] == []
