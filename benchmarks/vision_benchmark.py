@@ -201,6 +201,11 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
         castle = reading.castle or reading.tentative_castle
         if castle is not None:
             row["pieces"] = compare(castle, truth)
+            row["corrections"] = corrections(row["pieces"])
+            if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
+                guess = reading.to_json().get("tentative_castle") or {}
+                row["marked"] = sum(1 for k in guess.get("keeps", []) if k.get("doubt")) + \
+                    sum(1 for w in guess.get("walls", []) if w.get("confidence", 1.0) < 0.5)
             found_score = score_castle(castle).to_json()["players"]
             pts = {c: v["score"] for c, v in found_score.items()}
             row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
@@ -208,7 +213,16 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
         else:
             row["score_exact"] = False
     row["true_score"] = {c: v["score"] for c, v in true_score.items()}
+    row["true_pieces"] = len(truth.towers) + len(truth.walls) + len(truth.keeps)
     return row
+
+
+def corrections(pieces: dict[str, dict[str, int]]) -> int:
+    """Edits that turn a reading into the true castle on the result page's drawing: each piece missing or
+    extra, each keep's wrong colour and wrong height."""
+    edits = sum(c["fp"] + c["fn"] for c in pieces.values())
+    keep = pieces.get("keep", {})
+    return edits + 2 * keep.get("tp", 0) - keep.get("colour_ok", 0) - keep.get("double_ok", 0)
 
 
 def _model_name() -> str:
@@ -270,6 +284,9 @@ def _summary(rows: list[dict]) -> dict[str, Any]:
             pieces[kind]["double_accuracy"] = round(c["double_ok"] / max(1, c["tp"]), 4)
     secs = sorted(r["seconds"] for r in rows)
     cpus = sorted(r.get("cpu_seconds", r["seconds"]) for r in rows)
+    # A refused photo's page starts from the reader's guess: how much of it the player must correct.
+    guesses = [r for r in rows if r["refused"] and "corrections" in r]
+    fixes = sorted(r["corrections"] for r in guesses)
     return {
         "photos": n,
         "exact_score_pct_of_all": round(100 * sum(1 for r in rows if r.get("score_exact") and not r["refused"]) / max(1, n), 2),
@@ -284,6 +301,11 @@ def _summary(rows: list[dict]) -> dict[str, Any]:
         # CPU time of the reading on one core: unlike wall time it does not grow when other jobs share it.
         "median_cpu_s": round(statistics.median(cpus), 3) if cpus else None,
         "p95_cpu_s": round(cpus[min(len(cpus) - 1, int(0.95 * len(cpus)))], 3) if cpus else None,
+        "refused_with_guess": len(guesses),
+        "guess_right_as_it_stands": sum(1 for r in guesses if r["corrections"] == 0),
+        "guess_within_3_corrections": sum(1 for r in guesses if r["corrections"] <= 3),
+        "guess_median_corrections": statistics.median(fixes) if fixes else None,
+        "guess_median_true_pieces": statistics.median(r["true_pieces"] for r in guesses) if guesses else None,
     }
 
 
@@ -311,7 +333,10 @@ def print_table(result: dict[str, Any], out=sys.stdout) -> None:
                 f"(answered {s['exact_score_pct_of_answered']:6.2f}%) refused={s['refused_pct']:6.2f}% "
                 f"wrong-high-conf={s['wrong_score_high_confidence']} P/R {f1} "
                 f"colour={keep.get('colour_accuracy', float('nan')):.3f} double={keep.get('double_accuracy', float('nan')):.3f} "
-                f"wall median={s['median_s']}s p95={s['p95_s']}s cpu median={s['median_cpu_s']}s p95={s['p95_cpu_s']}s")
+                f"wall median={s['median_s']}s p95={s['p95_s']}s cpu median={s['median_cpu_s']}s p95={s['p95_cpu_s']}s "
+                f"refused guesses: {s['refused_with_guess']}, right {s['guess_right_as_it_stands']}, "
+                f"<=3 edits {s['guess_within_3_corrections']}, median edits {s['guess_median_corrections']} "
+                f"of {s['guess_median_true_pieces']} pieces")
 
     print(line("ALL", result["overall"]), file=out)
     for key, groups in result["bands"].items():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.vision_benchmark import band, compare, main
+from benchmarks.vision_benchmark import band, compare, corrections, main
 from scoring import parse_castle
 from tests.vision.toyscene import SMALL_CASTLE
 
@@ -36,6 +36,9 @@ def test_a_missing_wall_and_a_wrong_keep_are_counted():
     c = compare(parse_castle(wrong), parse_castle(SMALL_CASTLE))
     assert c["long"] == {"tp": 2, "fp": 0, "fn": 1}
     assert c["keep"]["double_ok"] == 1
+    assert corrections(c) == 2  # on the result page: draw the wall, tick Double Keep
+    wrong["keeps"][0]["colour"] = "yellow"
+    assert corrections(compare(parse_castle(wrong), parse_castle(SMALL_CASTLE))) == 3
 
 
 def test_condition_bands():
