@@ -88,6 +88,14 @@ def compare(found, truth) -> dict[str, Any]:
     return out
 
 
+def wrong_keeps(found, truth) -> list[int]:
+    """Indices of the found keeps that are wrong: none stands there, or its colour or height is wrong."""
+    fa = align(found, truth)
+    right = {i for i, j in match_keeps(fa, truth)
+             if fa.keeps[i].colour == truth.keeps[j].colour and fa.keeps[i].double == truth.keeps[j].double}
+    return [i for i in range(len(fa.keeps)) if i not in right]
+
+
 def match_keeps(aligned, truth) -> list[tuple[int, int]]:
     """(found index, true index) pairs: each true keep in turn takes the nearest unmatched found keep
     within half a step or so (`aligned` already moved onto the truth's frame by `align`)."""
@@ -206,6 +214,8 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
                 guess = reading.to_json().get("tentative_castle") or {}
                 row["marked"] = sum(1 for k in guess.get("keeps", []) if k.get("doubt")) + \
                     sum(1 for w in guess.get("walls", []) if w.get("confidence", 1.0) < 0.5)
+                wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
+                row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("doubt")), len(wrong)]
             found_score = score_castle(castle).to_json()["players"]
             pts = {c: v["score"] for c, v in found_score.items()}
             row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
@@ -306,6 +316,7 @@ def _summary(rows: list[dict]) -> dict[str, Any]:
         "guess_within_3_corrections": sum(1 for r in guesses if r["corrections"] <= 3),
         "guess_median_corrections": statistics.median(fixes) if fixes else None,
         "guess_median_true_pieces": statistics.median(r["true_pieces"] for r in guesses) if guesses else None,
+        "guess_wrong_keeps_marked": [sum(r.get("wrong_keeps_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
     }
 
 
@@ -336,7 +347,8 @@ def print_table(result: dict[str, Any], out=sys.stdout) -> None:
                 f"wall median={s['median_s']}s p95={s['p95_s']}s cpu median={s['median_cpu_s']}s p95={s['p95_cpu_s']}s "
                 f"refused guesses: {s['refused_with_guess']}, right {s['guess_right_as_it_stands']}, "
                 f"<=3 edits {s['guess_within_3_corrections']}, median edits {s['guess_median_corrections']} "
-                f"of {s['guess_median_true_pieces']} pieces")
+                f"of {s['guess_median_true_pieces']} pieces, wrong keeps marked {s['guess_wrong_keeps_marked'][0]}/"
+                f"{s['guess_wrong_keeps_marked'][1]}")
 
     print(line("ALL", result["overall"]), file=out)
     for key, groups in result["bands"].items():
