@@ -51,14 +51,19 @@ def _agreement(moved, truth) -> tuple[int, int, int]:
 
 
 def align(found, truth):
-    """The found castle moved onto the truth's lattice frame by the symmetry and shift that match most.
+    """The found castle moved onto the truth's lattice frame by the symmetry and shift that match most."""
+    return best_alignment(found, truth).apply(found)
+
+
+def best_alignment(found, truth) -> Alignment:
+    """The symmetry and shift that carry the found castle onto the truth's lattice frame matching most.
 
     Towers vote for the shift (as in scoring.align); walls and keeps break ties (a symmetric castle has
     several tower fits, and here the keeps tell them apart).
     """
     if not found.towers or not truth.towers:
-        return found
-    best, best_key = found, None
+        return Alignment()
+    best, best_key = Alignment(), None
     for turns, mirrored in SYMMETRIES:
         turned = Alignment(turns, mirrored)
         votes = Counter((q[0] - p[0], q[1] - p[1]) for p in map(turned.map, found.towers) for q in truth.towers)
@@ -66,11 +71,32 @@ def align(found, truth):
         for d, n in votes.items():
             if n < top:
                 continue
-            cand = Alignment(turns, mirrored, d).apply(found)
-            key = _agreement(cand, truth)
+            cand = Alignment(turns, mirrored, d)
+            key = _agreement(cand.apply(found), truth)
             if best_key is None or key > best_key:
                 best, best_key = cand, key
     return best
+
+
+def wrong_walls_marked(guess: dict, found, truth) -> list[int]:
+    """[marked, wrong]: the walls a player must fix on a refused guess (extra ones, missing ones), and how
+    many of them the result page marks (an extra wall read with confidence under 0.5, a missing wall
+    with a step among the guess's `unsure_absent_walls`)."""
+    al = best_alignment(found, truth)
+
+    def moved(w: dict) -> tuple:
+        return tuple(sorted(tuple(al.map(tuple(w[end]))) for end in ("from", "to")))
+
+    true_walls = {tuple(sorted((w.a, w.b))) for w in truth.walls}
+    guessed = {moved(w): w.get("confidence", 1.0) < 0.5 for w in guess.get("walls", [])}
+    maybe = {moved(w) for w in guess.get("unsure_absent_walls", [])}
+    extra = [marked for w, marked in guessed.items() if w not in true_walls]
+    missing = []
+    for a, b in true_walls - set(guessed):
+        n = abs(b[0] - a[0]) + abs(b[1] - a[1])
+        pts = [(a[0] + (b[0] - a[0]) * i // n, a[1] + (b[1] - a[1]) * i // n) for i in range(n + 1)]
+        missing.append(any(tuple(sorted(step)) in maybe for step in zip(pts, pts[1:])))
+    return [sum(extra) + sum(missing), len(extra) + len(missing)]
 
 
 def compare(found, truth) -> dict[str, Any]:
@@ -216,6 +242,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
                     sum(1 for w in guess.get("walls", []) if w.get("confidence", 1.0) < 0.5)
                 wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
                 row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("doubt")), len(wrong)]
+                row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)
             found_score = score_castle(castle).to_json()["players"]
             pts = {c: v["score"] for c, v in found_score.items()}
             row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
@@ -317,6 +344,7 @@ def _summary(rows: list[dict]) -> dict[str, Any]:
         "guess_median_corrections": statistics.median(fixes) if fixes else None,
         "guess_median_true_pieces": statistics.median(r["true_pieces"] for r in guesses) if guesses else None,
         "guess_wrong_keeps_marked": [sum(r.get("wrong_keeps_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
+        "guess_wrong_walls_marked": [sum(r.get("wrong_walls_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
     }
 
 
@@ -348,7 +376,7 @@ def print_table(result: dict[str, Any], out=sys.stdout) -> None:
                 f"refused guesses: {s['refused_with_guess']}, right {s['guess_right_as_it_stands']}, "
                 f"<=3 edits {s['guess_within_3_corrections']}, median edits {s['guess_median_corrections']} "
                 f"of {s['guess_median_true_pieces']} pieces, wrong keeps marked {s['guess_wrong_keeps_marked'][0]}/"
-                f"{s['guess_wrong_keeps_marked'][1]}")
+                f"{s['guess_wrong_keeps_marked'][1]}, walls {s['guess_wrong_walls_marked'][0]}/{s['guess_wrong_walls_marked'][1]}")
 
     print(line("ALL", result["overall"]), file=out)
     for key, groups in result["bands"].items():

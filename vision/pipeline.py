@@ -128,6 +128,7 @@ class PhotoReading:
     tentative_castle: Any = None  # what was reconstructed even when refused (never scored)
     piece_confidence: dict = field(default_factory=dict)
     keeps_found: list = field(default_factory=list)  # the FoundKeep behind each of the castle's keeps, in its order
+    unsure_absent_walls: list = field(default_factory=list)  # unit wall steps barely read absent, in the castle's frame
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any]
@@ -140,6 +141,8 @@ class PhotoReading:
                 # Refused, what was read is still worth showing: a player corrects the few pieces the
                 # reader doubted instead of drawing the whole castle (never scored as it stands).
                 out["tentative_castle"] = self._annotate(self.tentative_castle.to_json())
+                # (castellan/1 keeps unknown keys: walls the player may find missing, to look at first)
+                out["tentative_castle"]["unsure_absent_walls"] = [{"from": list(a), "to": list(b)} for a, b in self.unsure_absent_walls]
         if self.refusal is None:  # the rules engine's findings, plus what the self-check decided
             out["findings"] = list(out.get("findings", [])) + [f for f in self.findings if f.get("severity") == "notice"]
         else:
@@ -1478,6 +1481,16 @@ def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[in
     return out
 
 
+def _unsure_absent_walls(fit: Fit, offset: tuple[int, int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The wall steps read absent by a margin the self-check counts as weak (assess: PIECE_MARGIN), in the
+    castle's frame: where a refused reading's missing walls most likely are."""
+    ox, oy = offset
+    return sorted(((a[0] - ox, a[1] - oy), (b[0] - ox, b[1] - oy))
+                  for (el, active, m) in zip(fit.elements, fit.decision.active, fit.decision.margin)
+                  if el.kind == "edge" and not active and len(el.idx) and abs(float(m)) < PIECE_MARGIN
+                  for a, b in [el.key])
+
+
 def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None, verdict: Assessment,
                    pixels: PixelModels | None) -> dict[str, Any]:
     """What was measured about the table plane, camera and pieces, for the JSON result."""
@@ -1646,4 +1659,5 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
         tentative_castle=castle if refused else None,
         piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
         keeps_found=keeps if castle is not None else [],
+        unsure_absent_walls=_unsure_absent_walls(fit, offset) if castle is not None else [],
     )

@@ -170,14 +170,15 @@ UNSURE_WALL = 0.5
 
 def unsure_guess(adj: Adjudication) -> tuple[dict, dict] | None:
     """For a refused photo nobody has corrected yet: the castle the reader made of it anyway, and the
-    pieces it doubted (keeps with a `doubt`, barely seen walls), to be checked and saved by the player.
-    None when there is no such guess."""
+    pieces it doubted (keeps with a `doubt`, barely seen walls, wall steps barely seen absent), to be
+    checked and saved by the player. None when there is no such guess."""
     guess = (adj.reading or {}).get("tentative_castle")
     if adj.castle is not None or not isinstance(guess, dict):
         return None
     doubted = {"towers": [],
                "walls": [w for w in guess.get("walls", []) if w.get("confidence", 1.0) < UNSURE_WALL],
-               "keeps": [k for k in guess.get("keeps", []) if k.get("doubt")]}
+               "keeps": [k for k in guess.get("keeps", []) if k.get("doubt")],
+               "absent_walls": guess.get("unsure_absent_walls") or []}
     return guess, doubted
 
 

@@ -272,9 +272,11 @@ def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
              for k in castle.keeps]
     found[0].height_by_size, found[0].confidence = True, HEIGHT_CAP  # single or double from its size, barely
     reading = PhotoReading(castle=None, confidence=0.4, refusal="a keep could not be read clearly", overlay=np.zeros((4, 4, 3), np.uint8),
-                           timings={}, findings=[], tentative_castle=castle, keeps_found=found)
+                           timings={}, findings=[], tentative_castle=castle, keeps_found=found,
+                           unsure_absent_walls=[((3, 0), (3, 1))])
     out = json.loads(json.dumps(reading.to_json()))
     assert out["castle"] is None and out["players"] == {} and out["refusal"]
     guess = out["tentative_castle"]
     assert parse_castle(guess) == castle  # the annotations are castellan/1's optional keys
     assert [k.get("doubt", "") for k in guess["keeps"]] == ["single or Double Keep"] + [""] * (len(found) - 1)
+    assert guess["unsure_absent_walls"] == [{"from": [3, 0], "to": [3, 1]}]

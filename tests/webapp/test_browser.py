@@ -245,10 +245,13 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
 
 def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, live_app, live_server):
     # The reader refused, unsure whether the red keep is a Double Keep; the player sees its guess with
-    # that keep and a barely seen wall marked, fixes the keep and saves: only then is it scored.
+    # that keep, a barely seen wall and a wall barely seen absent marked, adds the missing wall, fixes
+    # the keep and saves: only then is it scored.
     guess = json.loads(json.dumps(SMALL_CASTLE))
     guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
-    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"])]
+    missed = {"from": [2, 0], "to": [2, 1]}  # barely seen absent: drawn dashed
+    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"]) if w != missed]
+    guess["unsure_absent_walls"] = [missed]
     adj = live_app.extensions["castellan_storage"].create(
         kind="score", castle_read=None, castle_corrected=None, result=None, images=[],
         reading={"refusal": "a keep could not be read clearly: take the photo again", "players": ["red", "blue"],
@@ -259,7 +262,14 @@ def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, l
     assert page.locator("#players-table").count() == 0  # a guess, not a score
     assert page.locator("#lattice").get_attribute("data-towers") == "6"
     assert page.locator("#lattice g.keep.added").count() == 1 and page.locator("#lattice line.wall.added").count() == 1
+    assert page.locator("#lattice line.maybe-wall").count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+    page.click('button[data-tool="wall"]')  # the player looked: that wall is there
+    tap_point(page, *missed["from"])
+    tap_point(page, *missed["to"])
+    page.wait_for_function("document.getElementById('lattice').dataset.walls === '6'")
+    assert page.locator("#lattice line.maybe-wall").count() == 0
 
     page.click('button[data-tool="keep"]')
     keep = page.locator("#lattice g.keep rect.keep-body")

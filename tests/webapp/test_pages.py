@@ -250,6 +250,7 @@ def _refused_with_a_guess(store):
     guess = castle_copy()
     guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
     guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"])]
+    guess["unsure_absent_walls"] = [{"from": [1, 0], "to": [1, 1]}]
     return store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
                         reading={"refusal": "a keep could not be read clearly: take the photo again",
                                  "players": ["red", "blue"], "tentative_castle": guess},
@@ -270,6 +271,7 @@ def test_a_refused_photo_page_starts_from_the_readers_guess_with_its_doubts_mark
     data = _castle_data(html)
     assert data["castle"] == guess and data["result"] is None and data["editable"]
     assert data["highlight"]["keeps"] == guess["keeps"] and data["highlight"]["walls"] == [guess["walls"][0]]
+    assert data["highlight"]["absent_walls"] == guess["unsure_absent_walls"] and "Dashed orange lines" in html
     assert "Orange: pieces the reader doubted" in html
 
     checked = castle_copy()  # the player looked: the red keep is a Double Keep, as read

@@ -93,6 +93,12 @@
       walls: new Set((highlight.walls || []).map(wallKey)),
       keeps: new Set((highlight.keeps || []).map((k) => k.colour + key(k.at))),
     } : null;
+    // Wall steps the reader barely saw absent (a refused photo's guess): where a missing wall most likely is.
+    const drawn = new Set(castle.walls.map(wallKey));
+    ((highlight && highlight.absent_walls) || []).forEach((wl) => {
+      if (drawn.has(wallKey(wl))) return;
+      el("line", { x1: px(wl.from[0]), y1: py(wl.from[1]), x2: px(wl.to[0]), y2: py(wl.to[1]), class: "maybe-wall", "data-key": wallKey(wl) });
+    });
     castle.walls.forEach((wl) => {
       const isNew = added && added.walls.has(wallKey(wl));
       const len = Math.abs(wl.from[0] - wl.to[0]) + Math.abs(wl.from[1] - wl.to[1]);
