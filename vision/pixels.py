@@ -44,14 +44,14 @@ class PixelModels:
 
 
 # The photo is read with each of these in turn until one reading is answered (vision.pipeline.read_photo).
-# First the mean of perceptron and network, for the grey plastic and the keeps alike: the perceptron
-# alone marks keep colour on much that is not a keep (keep pixel precision 0.14 against the mean's 0.51,
-# recall 0.98 for both, on 120 held-out renders), and on 480 renders the mean cut keeps read where
-# there are none from 2,915 to 1,659 and read 109 castles' scores exactly (at any confidence) instead
-# of 96, with no wrong answer; on the honest unseen34, 11 instead of 13, the same 4 answers, all right
-# (docs/vision-failure-analysis.md, session 30). Then the perceptron alone, which reads untextured
-# plastic the network sees only in part (sessions 9 and 10).
-SHIPPED_READINGS = (PixelModels((SHIPPED_MODEL, SHIPPED_NET), (SHIPPED_MODEL, SHIPPED_NET)),
+# First the mean of perceptron and network for the grey plastic, the perceptron for keeps (the keep
+# reading, a Double Keep told by its blob's size, was tuned on the perceptron's keep outlines): on new
+# renders it reads more pieces right. Then the perceptron alone, which reads untextured plastic the
+# network sees only in part (docs/vision-failure-analysis.md, sessions 9 and 10). Keeps from the mean
+# of both (keep pixel precision 0.51 against the perceptron's 0.14) read fewer keeps where there are
+# none and more castles' scores right at any confidence, but answered fewer photos right and, on the
+# honest unseen35, one wrongly (session 30): not taken.
+SHIPPED_READINGS = (PixelModels((SHIPPED_MODEL, SHIPPED_NET), (SHIPPED_MODEL,)),
                     PixelModels((SHIPPED_MODEL,), (SHIPPED_MODEL,)))
 
 
