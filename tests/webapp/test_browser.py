@@ -96,6 +96,16 @@ def tap_point(page, x: int, y: int) -> None:
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
+def select_the_keep(page) -> None:
+    """With the keep tool, tap the drawing's one keep: its colour and Double Keep box show."""
+    page.click('button[data-tool="keep"]')
+    keep = page.locator("#lattice g.keep rect.keep-body")
+    keep.scroll_into_view_if_needed()
+    box = keep.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#keep-panel", state="visible")
+
+
 def remove_a_courtyard_wall(page, live_server: str) -> list:
     """Tap away a wall of a claimed courtyard on the lattice drawing; returns the walls before."""
     castle = json.loads(page.input_value("#castle-json"))
@@ -184,12 +194,7 @@ def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server)
     page.wait_for_selector('#players-table tr[data-player="red"]')
     assert points(page, "red") == 12  # 6 towers, Double Keep
 
-    page.click('button[data-tool="keep"]')
-    keep = page.locator("#lattice g.keep rect.keep-body")
-    keep.scroll_into_view_if_needed()
-    box = keep.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_selector("#keep-panel", state="visible")
+    select_the_keep(page)
     page.uncheck("#selected-double")
     page.wait_for_function("document.querySelector('#players-table tr[data-player=\"red\"] td.points').textContent.trim() === '6'")
     page.select_option("#selected-colour", "blue")
@@ -271,12 +276,7 @@ def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, l
     page.wait_for_function("document.getElementById('lattice').dataset.walls === '6'")
     assert page.locator("#lattice line.maybe-wall").count() == 0
 
-    page.click('button[data-tool="keep"]')
-    keep = page.locator("#lattice g.keep rect.keep-body")
-    keep.scroll_into_view_if_needed()
-    box = keep.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_selector("#keep-panel", state="visible")
+    select_the_keep(page)
     page.uncheck("#selected-double")  # the player looked: a single keep
     page.wait_for_selector('#players-table tr[data-player="red"]')
     page.wait_for_function("document.querySelector('#players-table tr[data-player=\"red\"] td.points').textContent.trim() === '6'")
