@@ -80,15 +80,15 @@ def best_alignment(found, truth) -> Alignment:
 
 def wrong_walls_marked(guess: dict, found, truth) -> list[int]:
     """[marked, wrong]: the walls a player must fix on a refused guess (extra ones, missing ones), and how
-    many of them the result page marks (an extra wall read with confidence under 0.5, a missing wall
-    with a step among the guess's `unsure_absent_walls`)."""
+    many of them the result page marks (an extra wall marked `check`, a missing wall with a step among
+    the guess's `unsure_absent_walls`)."""
     al = best_alignment(found, truth)
 
     def moved(w: dict) -> tuple:
         return tuple(sorted(tuple(al.map(tuple(w[end]))) for end in ("from", "to")))
 
     true_walls = {tuple(sorted((w.a, w.b))) for w in truth.walls}
-    guessed = {moved(w): w.get("confidence", 1.0) < 0.5 for w in guess.get("walls", [])}
+    guessed = {moved(w): bool(w.get("check")) for w in guess.get("walls", [])}
     maybe = {moved(w) for w in guess.get("unsure_absent_walls", [])}
     extra = [marked for w, marked in guessed.items() if w not in true_walls]
     missing = []
@@ -238,10 +238,9 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
             row["corrections"] = corrections(row["pieces"])
             if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
                 guess = reading.to_json().get("tentative_castle") or {}
-                row["marked"] = sum(1 for k in guess.get("keeps", []) if k.get("doubt")) + \
-                    sum(1 for w in guess.get("walls", []) if w.get("confidence", 1.0) < 0.5)
+                row["marked"] = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check"))
                 wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
-                row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("doubt")), len(wrong)]
+                row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("check")), len(wrong)]
                 row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)
             found_score = score_castle(castle).to_json()["players"]
             pts = {c: v["score"] for c, v in found_score.items()}

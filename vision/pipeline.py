@@ -88,6 +88,13 @@ UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short o
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
 MIN_CASTLE_SHARE = 0.002  # of the photo's pixels: less grey plastic than this is no castle
 KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncertain
+# Which pieces a reading asks a player to check (`"check": true` in its JSON; the result page marks them on
+# a refused photo's guess): walls decided by less than PIECE_MARGIN (confidence 0.5), and keeps in doubt
+# or read with less confidence than CHECK_KEEP. On the refused guesses of dev28 and unseen33 (2,244 keeps,
+# 583 of them wrong) keeps in doubt alone marked 43 % of the wrong ones at 12 marks a photo; up to 0.8,
+# 66 % at 16 (0.9: 72 % at 18; beyond, wrong keeps read at full confidence: a wrong lattice).
+CHECK_WALL = 0.5
+CHECK_KEEP = 0.8
 # A keep read double counts as read surely only from this confidence: a Double Keep doubles a courtyard's points,
 # and keeps read double by their outline are single far more often than keeps read weakly otherwise (about 1 in 14).
 # Over the readings of dev unseen26 and unseen27 (350 photos, session 27; 466 keeps read double by outline), those read
@@ -155,16 +162,21 @@ class PhotoReading:
 
     def _annotate(self, castle_json: dict) -> dict:
         """castellan/1 lets a reconstruction add, per piece, its confidence and where it was seen; a keep
-        whose colour or height was read unsurely also says so (`doubt`)."""
+        whose colour or height was read unsurely also says so (`doubt`), and the pieces a player should
+        look at before trusting the castle are marked `"check": true` (see CHECK_WALL and CHECK_KEEP)."""
         for wall in castle_json.get("walls", []):
             key = ("wall", tuple(wall["from"]), tuple(wall["to"]))
             if key in self.piece_confidence:
                 wall["confidence"], wall["px"] = self.piece_confidence[key]
+                if wall["confidence"] < CHECK_WALL:
+                    wall["check"] = True
         for i, keep in enumerate(castle_json.get("keeps", [])):
             if ("keep", i) in self.piece_confidence:
                 keep["confidence"], keep["px"] = self.piece_confidence[("keep", i)]
             if i < len(self.keeps_found) and (doubt := keep_doubt(self.keeps_found[i])):
                 keep["doubt"] = doubt
+            if keep.get("doubt") or keep.get("confidence", 1.0) < CHECK_KEEP:
+                keep["check"] = True
         return castle_json
 
 

@@ -63,8 +63,9 @@ _stored = {
             "reading": {"type": "object", "description": "what the photo reader measured: confidence, "
                                                          "refusal, timings, self-check findings; when refused, "
                                                          "`tentative_castle`: the castellan/1 castle it made of the "
-                                                         "photo anyway (never scored), each keep it doubted with a "
-                                                         "`doubt`, each wall with its `confidence`"},
+                                                         "photo anyway (never scored): each piece to check marked "
+                                                         "`check`, a doubted keep's `doubt`, each wall's `confidence`, "
+                                                         "and `unsure_absent_walls`"},
             "images": {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}},
         }}],
 }

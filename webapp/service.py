@@ -163,21 +163,16 @@ def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader
     return Outcome(adj, refused=result is None)
 
 
-# A wall read with less confidence than this was barely decided (the reader's PIECE_MARGIN, halved
-# into 0..1 by vision.pipeline._piece_confidence).
-UNSURE_WALL = 0.5
-
-
 def unsure_guess(adj: Adjudication) -> tuple[dict, dict] | None:
     """For a refused photo nobody has corrected yet: the castle the reader made of it anyway, and the
-    pieces it doubted (keeps with a `doubt`, barely seen walls, wall steps barely seen absent), to be
-    checked and saved by the player. None when there is no such guess."""
+    pieces it asks to check (marked `check`, and the wall steps it barely saw absent), to be checked and
+    saved by the player. None when there is no such guess."""
     guess = (adj.reading or {}).get("tentative_castle")
     if adj.castle is not None or not isinstance(guess, dict):
         return None
     doubted = {"towers": [],
-               "walls": [w for w in guess.get("walls", []) if w.get("confidence", 1.0) < UNSURE_WALL],
-               "keeps": [k for k in guess.get("keeps", []) if k.get("doubt")],
+               "walls": [w for w in guess.get("walls", []) if w.get("check")],
+               "keeps": [k for k in guess.get("keeps", []) if k.get("check")],
                "absent_walls": guess.get("unsure_absent_walls") or []}
     return guess, doubted
 

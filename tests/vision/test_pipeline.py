@@ -279,4 +279,5 @@ def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
     guess = out["tentative_castle"]
     assert parse_castle(guess) == castle  # the annotations are castellan/1's optional keys
     assert [k.get("doubt", "") for k in guess["keeps"]] == ["single or Double Keep"] + [""] * (len(found) - 1)
+    assert [k.get("check", False) for k in guess["keeps"]] == [True] + [False] * (len(found) - 1)  # marked on the page
     assert guess["unsure_absent_walls"] == [{"from": [3, 0], "to": [3, 1]}]

@@ -253,9 +253,9 @@ def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, l
     # that keep, a barely seen wall and a wall barely seen absent marked, adds the missing wall, fixes
     # the keep and saves: only then is it scored.
     guess = json.loads(json.dumps(SMALL_CASTLE))
-    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
+    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep", check=True)]
     missed = {"from": [2, 0], "to": [2, 1]}  # barely seen absent: drawn dashed
-    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"]) if w != missed]
+    guess["walls"] = [dict(w, confidence=0.3, check=True) if i == 0 else dict(w, confidence=1.0) for i, w in enumerate(guess["walls"]) if w != missed]
     guess["unsure_absent_walls"] = [missed]
     adj = live_app.extensions["castellan_storage"].create(
         kind="score", castle_read=None, castle_corrected=None, result=None, images=[],

@@ -248,8 +248,8 @@ def test_the_api_edit_url_gives_a_browser_the_correction_tools(app):
 def _refused_with_a_guess(store):
     """A stored refusal whose reading still made a castle of the photo, unsure of one keep and one wall."""
     guess = castle_copy()
-    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep")]
-    guess["walls"] = [dict(w, confidence=0.3 if i == 0 else 1.0) for i, w in enumerate(guess["walls"])]
+    guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep", check=True)]
+    guess["walls"] = [dict(w, confidence=0.3, check=True) if i == 0 else dict(w, confidence=1.0) for i, w in enumerate(guess["walls"])]
     guess["unsure_absent_walls"] = [{"from": [1, 0], "to": [1, 1]}]
     return store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
                         reading={"refusal": "a keep could not be read clearly: take the photo again",
