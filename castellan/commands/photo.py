@@ -41,6 +41,17 @@ def castle_from_photo(path: str, data: bytes, profile=None):
     return reading.castle
 
 
+def guess_hint(result: dict) -> str:
+    """For a refused reading that still made a castle of the photo: what it is and how to use it."""
+    guess = result.get("tentative_castle")
+    if not guess:
+        return ""
+    to_check = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check"))
+    return (f"The reader's unscored guess ({len(guess.get('towers', []))} towers, {len(guess.get('walls', []))} walls, "
+            f"{len(guess.get('keeps', []))} keeps; {to_check} marked \"check\") is \"tentative_castle\" in --json: "
+            "correct it and score it with castellan score CASTLE.json, or in the web app.")
+
+
 def score_photo(args: argparse.Namespace, data: bytes) -> int:
     from vision import PhotoError, read_photo
 
@@ -73,6 +84,9 @@ def score_photo(args: argparse.Namespace, data: bytes) -> int:
         if reading.refusal:
             print(f"Not scored: {reading.refusal}")
             print(f"(confidence {reading.confidence:.2f})")
+            hint = guess_hint(reading.to_json())
+            if hint:
+                print(hint)
         else:
             print(score_table(reading.score))
             notes = reader_notes(reading.findings)

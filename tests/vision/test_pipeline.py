@@ -281,3 +281,8 @@ def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
     assert [k.get("doubt", "") for k in guess["keeps"]] == ["single or Double Keep"] + [""] * (len(found) - 1)
     assert [k.get("check", False) for k in guess["keeps"]] == [True] + [False] * (len(found) - 1)  # marked on the page
     assert guess["unsure_absent_walls"] == [{"from": [3, 0], "to": [3, 1]}]
+    # The command line says the guess is there and how to use it.
+    from castellan.commands.photo import guess_hint
+
+    assert "1 marked" in guess_hint(out) and "tentative_castle" in guess_hint(out)
+    assert guess_hint(dict(out, tentative_castle=None)) == ""
