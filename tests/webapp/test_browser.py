@@ -89,7 +89,13 @@ def courtyard_wall(castle: dict, result: dict) -> dict:
     pytest.fail("the castle has no claimed courtyard to correct")
 
 
+def wait_for_rescore(page) -> None:
+    """An edit redraws the drawing at once and again when its rescore returns: tap after both."""
+    page.wait_for_function("(document.getElementById('edit-status') || {}).textContent !== 'Scoring…'")
+
+
 def tap_point(page, x: int, y: int) -> None:
+    wait_for_rescore(page)
     dot = page.locator(f'#lattice circle.dot[data-x="{x}"][data-y="{y}"]')
     dot.scroll_into_view_if_needed()
     box = dot.bounding_box()
@@ -99,6 +105,7 @@ def tap_point(page, x: int, y: int) -> None:
 def select_the_keep(page) -> None:
     """With the keep tool, tap the drawing's one keep: its colour and Double Keep box show."""
     page.click('button[data-tool="keep"]')
+    wait_for_rescore(page)
     keep = page.locator("#lattice g.keep rect.keep-body")
     keep.scroll_into_view_if_needed()
     box = keep.bounding_box()
