@@ -899,6 +899,7 @@ def remove_excess_towers(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     notes = []
     for _, i in sorted(candidates)[:surplus]:
         active[i] = False
+        fit.fitted_to_the_count.add(i)
         notes.append({"rule": "components", "severity": "notice",
                       "message": f"more towers than {castle.sets_in_play} set(s) hold; the one least clearly seen at "
                                  f"{list(fit.elements[i].key)} was read as the middle of a long wall"})
@@ -1329,9 +1330,11 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         f["rules"] = 1.0 if not violations else 0.3
         # A finished game uses every grey piece of its sets: a reading that passes every rule with the
         # exact piece counts is strong evidence that the weakly seen pieces were decided right.
-        # (Not where the reader itself took walls the photo argues against to make up the count.)
+        # (Not where the reader itself made up the count: walls the photo argues against taken, or towers
+        # the photo shows read as long walls' middles. With the latter vouching, unseen36 photo_108 was
+        # answered wrongly at 0.85; over 1,080 renders the rule refuses it and one right answer.)
         counts_exact = not any(x.rule == "components" for x in score.findings)
-        if not violations and counts_exact and not fit.counted_against_photo:
+        if not violations and counts_exact and not fit.counted_against_photo and not fit.fitted_to_the_count:
             f["pieces"] = max(f["pieces"], PIECES_SETTLED_BY_COUNTS)
         elif not violations and f["pieces"] < 1.0 and \
                 0 < sum(score.castle.pieces_left().values()) <= NEARLY_FINISHED * _box_pieces(score.castle):

@@ -197,6 +197,9 @@ class Fit:
     # Elements read present only because the boxes' piece count asked for them, against the photo's (weak)
     # evidence (pipeline.add_walls_the_counts_miss): such a reading's exact count is no evidence of its own.
     counted_against_photo: set = field(default_factory=set)
+    # Towers the photo shows that the piece count alone read as a long wall's middle instead
+    # (pipeline.remove_excess_towers): the count was made to fit, so it vouches for nothing either.
+    fitted_to_the_count: set = field(default_factory=set)
     weight: np.ndarray | None = None  # the per-pixel evidence the decisions were taken on (flat, +1 piece, -1 not)
     shape: tuple[int, int] = (0, 0)  # of the image that evidence and the camera are in
 

@@ -528,6 +528,7 @@ def test_surplus_towers_in_straight_runs_become_long_wall_middles():
     notes = remove_excess_towers(fit, [])
     removed = {el.key for el, a in zip(fit.elements, fit.decision.active) if el.kind == "tower" and not a}
     assert removed == {(10, 0), (20, 0)} and len(notes) == 2
+    assert {fit.elements[i].key for i in fit.fitted_to_the_count} == removed  # the count, not the photo, decided them
     # Within what the box holds nothing changes.
     fit = _fit({(x, 0): (True, 0.9) for x in range(32)}, [((x, 0), (x + 1, 0)) for x in range(31)])
     assert remove_excess_towers(fit, []) == [] and fit.decision.active.all()
@@ -587,11 +588,12 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
 
 
 def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndarray | None = None,
-                    counted: bool = False):
+                    counted: bool = False, fitted: bool = False):
     """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly, the camera
     `elevation` degrees above the table; the pieces' silhouettes cover the photo's first 160 pixels
     (its first rows), and `keep_px` are its keep-coloured pixels (none by default). With `counted`, one
-    weak piece was read present for the count against the photo."""
+    weak piece was read present for the count against the photo; with `fitted`, a tower the photo shows
+    was read as a long wall's middle for the count."""
     from types import SimpleNamespace
 
     from scoring import score_castle
@@ -607,6 +609,7 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndar
     weight[: len(fit.elements) * 20] = 1.0
     fit.weight = weight
     fit.counted_against_photo = {0} if counted else set()
+    fit.fitted_to_the_count = {len(fit.elements) - 1} if fitted else set()
     keeps = [_keep(1.0, -0.5)]
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0)
     keep_px = np.zeros_like(region) if keep_px is None else keep_px
@@ -638,6 +641,9 @@ def test_a_castle_a_few_pieces_short_with_weakly_seen_ones_is_refused_but_a_game
     assert _assess_reading(finished, weak=2).refusal is None  # exact counts: the weak pieces were right
     # Unless the reader made the count up itself with a wall the photo argues against.
     assert "pieces" in (_assess_reading(finished, weak=2, counted=True).refusal or "")
+    # Or made the count fit by reading a tower the photo shows as a long wall's middle.
+    assert _assess_reading(finished, weak=4).refusal is None
+    assert "pieces" in (_assess_reading(finished, weak=4, fitted=True).refusal or "")
     from scoring import parse_castle
     from tests.vision.toyscene import SMALL_CASTLE
 
