@@ -1332,7 +1332,7 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
         # exact piece counts is strong evidence that the weakly seen pieces were decided right.
         # (Not where the reader itself made up the count: walls the photo argues against taken, or towers
         # the photo shows read as long walls' middles. With the latter vouching, unseen36 photo_108 was
-        # answered wrongly at 0.85; over 1,080 renders the rule refuses it and one right answer.)
+        # answered wrongly at 0.85; over the 820 development renders the rule refuses it and one right answer.)
         counts_exact = not any(x.rule == "components" for x in score.findings)
         if not violations and counts_exact and not fit.counted_against_photo and not fit.fitted_to_the_count:
             f["pieces"] = max(f["pieces"], PIECES_SETTLED_BY_COUNTS)
