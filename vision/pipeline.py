@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from scoring import Castle, Keep, Wall, score_castle
-from scoring.castle import EDITIONS, GREY_PIECES_PER_SET, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
+from scoring.castle import EDITIONS, GREY_PIECES_PER_SET, KEEPS_PER_COLOUR, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
 from scoring.findings import castle_parts, walls_ending_under_long_walls
 from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
@@ -83,6 +83,8 @@ WALL_CONTRAST = 0.6
 # more of unseen17 and unseen18 (seeds 450000+ and 470000+), 3 of 79 such keeps had their height wrong (4 of 56
 # in the sets of session 11): 0.9 stays below the 95-96 % read right there.
 WEAK_KEEP = 0.9
+TABLE_PATTERN = ("something on the table looks like keeps (a patterned cloth?): put the castle on a plain surface "
+                 "and take the photo again")
 PIECES_SETTLED_BY_COUNTS = 0.85  # the pieces factor at least, when a reading passes every rule with its sets' counts
 UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short of its boxes: likely a misread
 NEARLY_FINISHED = 0.1  # "a few pieces short": at most this share of the boxes' grey pieces unused
@@ -1246,6 +1248,32 @@ def drop_keeps_of_no_set(castle: Castle, keeps: list[FoundKeep], nearly: float =
     return kept, notes
 
 
+def drop_keeps_of_a_table_pattern(castle: Castle, keeps: list[FoundKeep]) -> tuple[list[FoundKeep], list[dict]]:
+    """Keeps beside the castle of a colour read more often than two boxes hold are read as the table's
+    pattern: (the keeps kept, a notice per colour).
+
+    Each box holds KEEPS_PER_COLOUR keeps of a colour, and two boxes of one edition are the most a game
+    uses (markers standing in for keeps, C8, are not of the colour). Beyond that, something of the colour
+    covers the table: a gingham cloth's blue checks were read as 494 blue keeps on unseen37's photo_055,
+    which a player correcting the guess would have had to delete one by one. The keeps that claim a
+    courtyard stay; they decide the score and the confidence judges them.
+    """
+    pieces: dict[str, int] = {}
+    for k in castle.keeps:
+        pieces[k.colour] = pieces.get(k.colour, 0) + k.pieces
+    pattern = [c for c, n in pieces.items() if n > 2 * KEEPS_PER_COLOUR]
+    if not pattern:
+        return keeps, []
+    claiming = {id(k) for yard in keeps_by_courtyard(castle, find_courtyards(castle)).values() for k in yard}
+    # castle.keeps are built from `keeps` in the same order (build_castle)
+    kept = [found for found, placed in zip(keeps, castle.keeps) if found.colour not in pattern or id(placed) in claiming]
+    notes = [{"rule": "C8", "severity": "notice",
+              "message": f"{pieces[c]} {c} keeps were read, more than two boxes hold: something {c} on the table "
+                         f"(a patterned cloth?) looks like keeps, so those beside the castle were left out; "
+                         f"a plain surface under the castle reads better"} for c in sorted(pattern)]
+    return kept, notes
+
+
 def plane_factor(quality: float) -> float:
     """How far a reading can be trusted for how well its table plane was determined (TablePose.quality,
     0..1): PLANE_FLOOR at worst, sure from a quality of one half."""
@@ -1638,7 +1666,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
 
     keeps: list[FoundKeep] = []
     castle = score = None
-    offset, rule_notes = (0, 0), []
+    offset, rule_notes, pattern_notes = (0, 0), [], []
     if fit is not None:
         with timer.stage("keeps"):
             keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
@@ -1650,12 +1678,18 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             keeps, colour_notes = drop_keeps_of_no_set(castle, keeps)
             if colour_notes:
                 castle, offset = build_castle(fit, keeps)
+            keeps, pattern_notes = drop_keeps_of_a_table_pattern(castle, keeps)
+            if pattern_notes:
+                castle, offset = build_castle(fit, keeps)
+            colour_notes += pattern_notes
             rule_notes = in_castle_frame(rule_notes, offset) + colour_notes
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):
         verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score)
         verdict.findings = rule_notes + verdict.findings
+        if pattern_notes and verdict.refusal is not None and min(verdict.factors, key=verdict.factors.get) == "keeps":
+            verdict.refusal = TABLE_PATTERN  # the likeliest cause, and the one a player can remove
     with timer.stage("overlay"):
         overlay = _overlay(photo, fit, keeps, score, offset, verdict)
     _debug_write(debug_dir, "09_overlay.png", overlay)

@@ -839,6 +839,32 @@ def test_keeps_beside_a_one_set_castle_of_a_colour_none_of_its_players_has_are_r
     assert drop_keeps_of_no_set(bigger, found)[1] == []
 
 
+def test_keeps_of_a_colour_read_more_often_than_two_boxes_hold_beside_the_castle_are_the_tables_pattern():
+    from dataclasses import replace
+
+    from scoring import Keep
+    from scoring.castle import KEEPS_PER_COLOUR
+    from scoring.generate import random_finished_castle
+    from vision.pipeline import drop_keeps_of_a_table_pattern
+
+    castle = random_finished_castle(7, ["red", "blue"])
+    far = (max(x for x, _ in castle.towers) + 5.0, 0.5)  # beside the castle, in no courtyard
+    blue = sum(k.pieces for k in castle.keeps if k.colour == "blue")
+
+    def with_blue_beside(n: int):
+        placed = castle.keeps + (Keep("blue", far),) * n
+        return replace(castle, keeps=placed), [_keep(0.9, -0.2, colour=k.colour) for k in placed]
+
+    # Two boxes of blue keeps on the table is a big game, not a pattern: nothing is left out.
+    most, found = with_blue_beside(2 * KEEPS_PER_COLOUR - blue)
+    assert drop_keeps_of_a_table_pattern(most, found) == (found, [])
+    # A blue check cloth: the blue keeps beside the castle go, the keeps claiming courtyards stay.
+    cloth, found = with_blue_beside(2 * KEEPS_PER_COLOUR)
+    kept, notes = drop_keeps_of_a_table_pattern(cloth, found)
+    assert kept == found[:len(castle.keeps)]
+    assert [n["rule"] for n in notes] == ["C8"] and f"{2 * KEEPS_PER_COLOUR + blue} blue keeps" in notes[0]["message"]
+
+
 def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
     from vision.pipeline import CONFIDENCE_THRESHOLD, WEAK_KEEP, plane_factor
 
