@@ -99,6 +99,19 @@ def wrong_walls_marked(guess: dict, found, truth) -> list[int]:
     return [sum(extra) + sum(missing), len(extra) + len(missing)]
 
 
+def wrong_towers_marked(guess: dict, found, truth) -> list[int]:
+    """[marked, wrong]: the towers a player must fix on a refused guess (extra ones, missing ones), and how
+    many of them the result page marks (an extra tower among the guess's `towers_to_check`, a missing one
+    among its `unsure_absent_towers`)."""
+    al = best_alignment(found, truth)
+    true_towers = {tuple(t) for t in truth.towers}
+    checked = {tuple(al.map(tuple(t))) for t in guess.get("towers_to_check", [])}
+    maybe = {tuple(al.map(tuple(t))) for t in guess.get("unsure_absent_towers", [])}
+    guessed = {tuple(al.map(tuple(t))) for t in guess.get("towers", [])}
+    extra, missing = guessed - true_towers, true_towers - guessed
+    return [len(extra & checked) + len(missing & maybe), len(extra) + len(missing)]
+
+
 def compare(found, truth) -> dict[str, Any]:
     """Per-kind true/false positives and negatives, keep colour and Double Keep agreement."""
     fa = align(found, truth)
@@ -238,10 +251,12 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
             row["corrections"] = corrections(row["pieces"])
             if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
                 guess = reading.to_json().get("tentative_castle") or {}
-                row["marked"] = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check"))
+                row["marked"] = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check")) + \
+                    len(guess.get("towers_to_check", []))
                 wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
                 row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("check")), len(wrong)]
                 row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)
+                row["wrong_towers_marked"] = wrong_towers_marked(guess, castle, truth)
             found_score = score_castle(castle).to_json()["players"]
             pts = {c: v["score"] for c, v in found_score.items()}
             row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
@@ -344,6 +359,7 @@ def _summary(rows: list[dict]) -> dict[str, Any]:
         "guess_median_true_pieces": statistics.median(r["true_pieces"] for r in guesses) if guesses else None,
         "guess_wrong_keeps_marked": [sum(r.get("wrong_keeps_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
         "guess_wrong_walls_marked": [sum(r.get("wrong_walls_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
+        "guess_wrong_towers_marked": [sum(r.get("wrong_towers_marked", (0, 0))[i] for r in guesses) for i in (0, 1)],
     }
 
 
@@ -375,7 +391,8 @@ def print_table(result: dict[str, Any], out=sys.stdout) -> None:
                 f"refused guesses: {s['refused_with_guess']}, right {s['guess_right_as_it_stands']}, "
                 f"<=3 edits {s['guess_within_3_corrections']}, median edits {s['guess_median_corrections']} "
                 f"of {s['guess_median_true_pieces']} pieces, wrong keeps marked {s['guess_wrong_keeps_marked'][0]}/"
-                f"{s['guess_wrong_keeps_marked'][1]}, walls {s['guess_wrong_walls_marked'][0]}/{s['guess_wrong_walls_marked'][1]}")
+                f"{s['guess_wrong_keeps_marked'][1]}, walls {s['guess_wrong_walls_marked'][0]}/{s['guess_wrong_walls_marked'][1]}, "
+                f"towers {s['guess_wrong_towers_marked'][0]}/{s['guess_wrong_towers_marked'][1]}")
 
     print(line("ALL", result["overall"]), file=out)
     for key, groups in result["bands"].items():

@@ -138,6 +138,8 @@ class PhotoReading:
     piece_confidence: dict = field(default_factory=dict)
     keeps_found: list = field(default_factory=list)  # the FoundKeep behind each of the castle's keeps, in its order
     unsure_absent_walls: list = field(default_factory=list)  # unit wall steps barely read absent, in the castle's frame
+    towers_to_check: list = field(default_factory=list)  # towers read with little or no evidence, in the castle's frame
+    unsure_absent_towers: list = field(default_factory=list)  # lattice points barely read without a tower, likewise
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any]
@@ -152,6 +154,9 @@ class PhotoReading:
                 out["tentative_castle"] = self._annotate(self.tentative_castle.to_json())
                 # (castellan/1 keeps unknown keys: walls the player may find missing, to look at first)
                 out["tentative_castle"]["unsure_absent_walls"] = [{"from": list(a), "to": list(b)} for a, b in self.unsure_absent_walls]
+                # (towers are bare points in castellan/1, with no room for a `check` of their own)
+                out["tentative_castle"]["towers_to_check"] = [list(t) for t in self.towers_to_check]
+                out["tentative_castle"]["unsure_absent_towers"] = [list(t) for t in self.unsure_absent_towers]
         if self.refusal is None:  # the rules engine's findings, plus what the self-check decided
             out["findings"] = list(out.get("findings", [])) + [f for f in self.findings if f.get("severity") == "notice"]
         else:
@@ -1508,9 +1513,10 @@ def fit_pieces(pose: TablePose, lattice: Lattice, masks: Masks, region: np.ndarr
 
 
 def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[int, int], scale: float) -> dict:
-    """Per wall and keep: how clearly the photo showed it (0..1) and where it was seen (photo pixels)."""
+    """Per wall and keep: how clearly the photo showed it (0..1) and where it was seen (photo pixels). A wall
+    the rules read against the photo (present where it showed none) is shown with no evidence."""
     ox, oy = offset
-    margin = {el.key: abs(float(m)) for el, m in zip(fit.elements, fit.decision.margin)}
+    margin = {el.key: max(0.0, float(m)) for el, m in zip(fit.elements, fit.decision.evidence())}
     out: dict = {}
     for w in castle.walls:
         a, b = (w.a[0] + ox, w.a[1] + oy), (w.b[0] + ox, w.b[1] + oy)
@@ -1525,13 +1531,33 @@ def _piece_confidence(fit: Fit, castle, keeps: list[FoundKeep], offset: tuple[in
 
 
 def _unsure_absent_walls(fit: Fit, offset: tuple[int, int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """The wall steps read absent by a margin the self-check counts as weak (assess: PIECE_MARGIN), in the
-    castle's frame: where a refused reading's missing walls most likely are."""
+    """The wall steps the photo shows and the reading leaves absent with little evidence for that (under
+    PIECE_MARGIN, the self-check's weak margin) or against it (the fit or a rule step went against a wall
+    the photo showed), in the castle's frame: where a refused reading's missing walls most likely are."""
     ox, oy = offset
     return sorted(((a[0] - ox, a[1] - oy), (b[0] - ox, b[1] - oy))
-                  for (el, active, m) in zip(fit.elements, fit.decision.active, fit.decision.margin)
-                  if el.kind == "edge" and not active and len(el.idx) and abs(float(m)) < PIECE_MARGIN
+                  for (el, active, m) in zip(fit.elements, fit.decision.active, fit.decision.evidence())
+                  if el.kind == "edge" and not active and len(el.idx) and float(m) < PIECE_MARGIN
                   for a, b in [el.key])
+
+
+def _unsure_towers(fit: Fit, castle, offset: tuple[int, int]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The castle's towers with evidence in the photo under PIECE_MARGIN (a tower a rule step added where
+    walls meet against what the photo showed has evidence against it), and the lattice points the photo
+    shows where the reading leaves out a tower on such evidence, in the castle's frame: the towers a
+    player should check on a refused reading's guess."""
+    ox, oy = offset
+    in_castle = set(castle.towers)
+    present, absent = [], []
+    for el, active, m in zip(fit.elements, fit.decision.active, fit.decision.evidence()):
+        if el.kind != "tower" or m >= PIECE_MARGIN:
+            continue
+        at = (el.key[0] - ox, el.key[1] - oy)
+        if active and at in in_castle:
+            present.append(at)
+        elif not active and len(el.idx):
+            absent.append(at)
+    return sorted(present), sorted(absent)
 
 
 def _rectification(photo: DecodedPhoto, pose: TablePose | None, fit: Fit | None, verdict: Assessment,
@@ -1696,6 +1722,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
     _debug_detections(debug_dir, photo, fit, keeps, verdict)
 
     refused = verdict.refusal is not None
+    towers_to_check, unsure_absent_towers = _unsure_towers(fit, castle, offset) if castle is not None else ([], [])
     return PhotoReading(
         castle=None if refused else castle,
         confidence=verdict.confidence,
@@ -1709,4 +1736,6 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
         piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
         keeps_found=keeps if castle is not None else [],
         unsure_absent_walls=_unsure_absent_walls(fit, offset) if castle is not None else [],
+        towers_to_check=towers_to_check,
+        unsure_absent_towers=unsure_absent_towers,
     )

@@ -149,6 +149,19 @@ class Decision:
     active: np.ndarray  # bool per element
     margin: np.ndarray  # per element: evidence for its decision, as a fraction of its own pixels (-1..1)
     score: float  # total fit: sum of pixel weights under the union of active silhouettes
+    # `active` as the fit decided it: the rule steps (pipeline.resolve_with_rules) change `active` in place
+    # and leave most margins as the fit measured them.
+    fitted: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.fitted = np.array(self.active, bool, copy=True)
+
+    def evidence(self) -> np.ndarray:
+        """Per element: the photo's evidence for it as it now stands, as a fraction of its own pixels
+        (negative: the photo argues against it). The fit's margin, turned where a rule step changed the
+        fit's decision: a wall the rules added where the photo clearly showed none has strong evidence
+        against it, not for it."""
+        return np.where(self.active == self.fitted, self.margin, -self.margin)
 
 
 def icm(elements: list[Element], weight: np.ndarray, *, prior: float = 0.0, passes: int = 5,

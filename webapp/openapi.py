@@ -65,7 +65,8 @@ _stored = {
                                                          "`tentative_castle`: the castellan/1 castle it made of the "
                                                          "photo anyway (never scored): each piece to check marked "
                                                          "`check`, a doubted keep's `doubt`, each wall's `confidence`, "
-                                                         "and `unsure_absent_walls`"},
+                                                         "`towers_to_check`, and `unsure_absent_walls` and "
+                                                         "`unsure_absent_towers` (barely seen absent)"},
             "images": {"type": "object", "additionalProperties": {"type": "string", "format": "uri"}},
         }}],
 }

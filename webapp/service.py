@@ -165,15 +165,17 @@ def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader
 
 def unsure_guess(adj: Adjudication) -> tuple[dict, dict] | None:
     """For a refused photo nobody has corrected yet: the castle the reader made of it anyway, and the
-    pieces it asks to check (marked `check`, and the wall steps it barely saw absent), to be checked and
+    pieces it asks to check (marked `check`, its `towers_to_check`, and the wall steps and towers it barely
+    saw absent), to be checked and
     saved by the player. None when there is no such guess."""
     guess = (adj.reading or {}).get("tentative_castle")
     if adj.castle is not None or not isinstance(guess, dict):
         return None
-    doubted = {"towers": [],
+    doubted = {"towers": guess.get("towers_to_check") or [],
                "walls": [w for w in guess.get("walls", []) if w.get("check")],
                "keeps": [k for k in guess.get("keeps", []) if k.get("check")],
-               "absent_walls": guess.get("unsure_absent_walls") or []}
+               "absent_walls": guess.get("unsure_absent_walls") or [],
+               "absent_towers": guess.get("unsure_absent_towers") or []}
     return guess, doubted
 
 

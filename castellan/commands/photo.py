@@ -47,8 +47,10 @@ def guess_hint(result: dict) -> str:
     if not guess:
         return ""
     to_check = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check"))
+    to_check += len(guess.get("towers_to_check", []))
     return (f"The reader's unscored guess ({len(guess.get('towers', []))} towers, {len(guess.get('walls', []))} walls, "
-            f"{len(guess.get('keeps', []))} keeps; {to_check} marked \"check\") is \"tentative_castle\" in --json: "
+            f"{len(guess.get('keeps', []))} keeps; {to_check} marked to check: \"check\", \"towers_to_check\") is "
+            "\"tentative_castle\" in --json: "
             "correct it and score it with castellan score CASTLE.json, or in the web app.")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.vision_benchmark import band, compare, corrections, main
+from benchmarks.vision_benchmark import band, compare, corrections, main, wrong_towers_marked
 from scoring import parse_castle
 from tests.vision.toyscene import SMALL_CASTLE
 
@@ -39,6 +39,20 @@ def test_a_missing_wall_and_a_wrong_keep_are_counted():
     assert corrections(c) == 2  # on the result page: draw the wall, tick Double Keep
     wrong["keeps"][0]["colour"] = "yellow"
     assert corrections(compare(parse_castle(wrong), parse_castle(SMALL_CASTLE))) == 3
+
+
+def test_the_wrong_towers_a_guess_marks_are_counted_in_the_truths_frame():
+    # A guess, turned and moved, with the tower at (1, 0) missing and one too many at (3, 0): the page marks
+    # the extra tower (towers_to_check) and dashes the missing one (unsure_absent_towers), each in the
+    # guess's own frame; a mark on a right tower is not a wrong tower marked.
+    guess = json.loads(json.dumps(SMALL_CASTLE))
+    guess["towers"] = [t for t in guess["towers"] if t != [1, 0]] + [[3, 0]]
+    turned = _turned_and_shifted(dict(guess, keeps=SMALL_CASTLE["keeps"]))
+    truth = parse_castle(SMALL_CASTLE)
+    found = parse_castle(turned)
+    moved = _turned_and_shifted({"towers": [[3, 0], [1, 0], [0, 0]], "walls": [], "keeps": []})["towers"]
+    assert wrong_towers_marked(dict(turned, towers_to_check=[moved[0]], unsure_absent_towers=[moved[1]]), found, truth) == [2, 2]
+    assert wrong_towers_marked(dict(turned, towers_to_check=[moved[2]]), found, truth) == [0, 2]
 
 
 def test_condition_bands():

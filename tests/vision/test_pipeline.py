@@ -273,7 +273,7 @@ def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
     found[0].height_by_size, found[0].confidence = True, HEIGHT_CAP  # single or double from its size, barely
     reading = PhotoReading(castle=None, confidence=0.4, refusal="a keep could not be read clearly", overlay=np.zeros((4, 4, 3), np.uint8),
                            timings={}, findings=[], tentative_castle=castle, keeps_found=found,
-                           unsure_absent_walls=[((3, 0), (3, 1))])
+                           unsure_absent_walls=[((3, 0), (3, 1))], towers_to_check=[(1, 0)], unsure_absent_towers=[(3, 1)])
     out = json.loads(json.dumps(reading.to_json()))
     assert out["castle"] is None and out["players"] == {} and out["refusal"]
     guess = out["tentative_castle"]
@@ -281,8 +281,9 @@ def test_a_refused_reading_gives_its_guess_with_the_keeps_it_doubted():
     assert [k.get("doubt", "") for k in guess["keeps"]] == ["single or Double Keep"] + [""] * (len(found) - 1)
     assert [k.get("check", False) for k in guess["keeps"]] == [True] + [False] * (len(found) - 1)  # marked on the page
     assert guess["unsure_absent_walls"] == [{"from": [3, 0], "to": [3, 1]}]
+    assert guess["towers_to_check"] == [[1, 0]] and guess["unsure_absent_towers"] == [[3, 1]]
     # The command line says the guess is there and how to use it.
     from castellan.commands.photo import guess_hint
 
-    assert "1 marked" in guess_hint(out) and "tentative_castle" in guess_hint(out)
+    assert "2 marked to check" in guess_hint(out) and "tentative_castle" in guess_hint(out)
     assert guess_hint(dict(out, tentative_castle=None)) == ""

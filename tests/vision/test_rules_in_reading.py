@@ -317,6 +317,42 @@ def test_after_the_rule_steps_a_long_walls_far_half_is_completed_only_as_the_cou
         assert (((0, 0), (2, 0)) in walls) == completed and len(notes) == completed
 
 
+def test_walls_the_rules_read_against_the_photo_are_the_ones_a_player_is_asked_to_check():
+    from vision.pipeline import CHECK_WALL, _piece_confidence, _unsure_absent_walls, build_castle, complete_long_walls
+
+    # The long wall's far half, decided absent by the fit with a margin of 0.9, is completed by a rule step:
+    # the photo's evidence is against it, so the guess shows it with no confidence and marks it.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    complete_long_walls(fit, [])
+    castle, offset = build_castle(fit, [])
+    confidence = _piece_confidence(fit, castle, [], offset, 1.0)
+    assert confidence[("wall", (0, 0), (2, 0))][0] < CHECK_WALL
+    # A wall the photo clearly shows, read absent by a rule step: among the walls the page dashes as
+    # likely missing, while the clearly absent steps are not.
+    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    near_half = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    fit.decision.active[near_half] = False
+    assert _unsure_absent_walls(fit, (0, 0)) == [((0, 0), (1, 0))]
+    assert fit.decision.evidence()[near_half] == -fit.decision.margin[near_half] < 0
+
+
+def test_towers_read_on_little_or_against_the_photos_evidence_are_the_ones_a_player_is_asked_to_check():
+    from vision.pipeline import _unsure_towers, build_castle
+
+    # Walls meet at (1, 0), where the fit saw no tower (margin 0.3): G1 adds one against the photo. The
+    # clearly seen towers are not asked about; a point the photo shows barely without a tower is.
+    fit = _fit({(0, 0): (True, 0.9), (1, 0): (False, 0.3), (1, 1): (True, 0.9), (2, 0): (False, 0.05), (3, 0): (False, 0.5)},
+               [((0, 0), (1, 0)), ((1, 0), (1, 1))])
+    for el in fit.elements:
+        el.idx = np.arange(4)  # every point in view
+    add_required_towers(fit)
+    castle, offset = build_castle(fit, [])
+    assert _unsure_towers(fit, castle, offset) == ([(1 - offset[0], 0 - offset[1])], [(2 - offset[0], 0 - offset[1])])
+
+
 def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic():
     from vision.pipeline import build_castle, extend_walls_from_towers
 

@@ -264,6 +264,7 @@ def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, l
     missed = {"from": [2, 0], "to": [2, 1]}  # barely seen absent: drawn dashed
     guess["walls"] = [dict(w, confidence=0.3, check=True) if i == 0 else dict(w, confidence=1.0) for i, w in enumerate(guess["walls"]) if w != missed]
     guess["unsure_absent_walls"] = [missed]
+    guess["towers_to_check"], guess["unsure_absent_towers"] = [[1, 0]], [[3, 0]]  # one seen weakly, one barely not seen
     adj = live_app.extensions["castellan_storage"].create(
         kind="score", castle_read=None, castle_corrected=None, result=None, images=[],
         reading={"refusal": "a keep could not be read clearly: take the photo again", "players": ["red", "blue"],
@@ -275,6 +276,7 @@ def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, l
     assert page.locator("#lattice").get_attribute("data-towers") == "6"
     assert page.locator("#lattice g.keep.added").count() == 1 and page.locator("#lattice line.wall.added").count() == 1
     assert page.locator("#lattice line.maybe-wall").count() == 1
+    assert page.locator("#lattice rect.tower.added").count() == 1 and page.locator("#lattice rect.maybe-tower").count() == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
 
     page.click('button[data-tool="wall"]')  # the player looked: that wall is there

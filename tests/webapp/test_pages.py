@@ -251,6 +251,7 @@ def _refused_with_a_guess(store):
     guess["keeps"] = [dict(guess["keeps"][0], confidence=0.25, doubt="single or Double Keep", check=True)]
     guess["walls"] = [dict(w, confidence=0.3, check=True) if i == 0 else dict(w, confidence=1.0) for i, w in enumerate(guess["walls"])]
     guess["unsure_absent_walls"] = [{"from": [1, 0], "to": [1, 1]}]
+    guess["towers_to_check"], guess["unsure_absent_towers"] = [[1, 0]], [[3, 0]]
     return store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
                         reading={"refusal": "a keep could not be read clearly: take the photo again",
                                  "players": ["red", "blue"], "tentative_castle": guess},
@@ -272,6 +273,8 @@ def test_a_refused_photo_page_starts_from_the_readers_guess_with_its_doubts_mark
     assert data["castle"] == guess and data["result"] is None and data["editable"]
     assert data["highlight"]["keeps"] == guess["keeps"] and data["highlight"]["walls"] == [guess["walls"][0]]
     assert data["highlight"]["absent_walls"] == guess["unsure_absent_walls"] and "Dashed orange lines" in html
+    assert data["highlight"]["towers"] == [[1, 0]] and "1 tower)" in html
+    assert data["highlight"]["absent_towers"] == [[3, 0]] and "Dashed orange squares" in html
     assert "Orange: pieces the reader doubted" in html
 
     checked = castle_copy()  # the player looked: the red keep is a Double Keep, as read

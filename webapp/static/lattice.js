@@ -99,6 +99,12 @@
       if (drawn.has(wallKey(wl))) return;
       el("line", { x1: px(wl.from[0]), y1: py(wl.from[1]), x2: px(wl.to[0]), y2: py(wl.to[1]), class: "maybe-wall", "data-key": wallKey(wl) });
     });
+    // Lattice points where the reader barely saw no tower: where a missing tower most likely is.
+    const towersDrawn = new Set(castle.towers.map(key));
+    ((highlight && highlight.absent_towers) || []).forEach((t) => {
+      if (towersDrawn.has(key(t))) return;
+      el("rect", { x: px(t[0]) - 8, y: py(t[1]) - 8, width: 16, height: 16, rx: 2, class: "maybe-tower", "data-at": key(t) });
+    });
     castle.walls.forEach((wl) => {
       const isNew = added && added.walls.has(wallKey(wl));
       const len = Math.abs(wl.from[0] - wl.to[0]) + Math.abs(wl.from[1] - wl.to[1]);
