@@ -812,6 +812,21 @@ def test_a_refusal_says_which_way_to_move_the_camera():
     assert "higher" not in from_best and "lower" not in from_best and "pieces" in from_best
 
 
+def test_a_castle_standing_on_the_mat_is_told_apart_from_a_mat_beside_it_and_advised_to_move_it():
+    from vision.pipeline import MAT_UNDER_CASTLE_SHARE, castle_on_mat_advice, share_of_mat_under_castle
+
+    # A castle region (two walls crossing) and a mat's sheet beside it, then under one of its walls.
+    region = np.zeros((200, 300), bool)
+    region[90:110, 40:260] = True
+    region[20:180, 140:160] = True
+    beside = np.array([[10, 150], [60, 150], [60, 195], [10, 195]])
+    under = np.array([[170, 30], [240, 30], [240, 90], [170, 90]])
+    assert share_of_mat_under_castle(beside, region) < MAT_UNDER_CASTLE_SHARE
+    assert share_of_mat_under_castle(under, region) >= MAT_UNDER_CASTLE_SHARE
+    advice = castle_on_mat_advice(45.0)
+    assert "beside the castle" in advice and "higher up" in advice and "45 degrees" in advice
+
+
 def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle():
     # rules.md G6: one castle. Grey beyond the table (a floor, a shelf) read as a tower far from the
     # castle runs off the photo; the castle itself does not, so "step back" would be the wrong advice.
