@@ -85,7 +85,7 @@ WALL_CONTRAST = 0.6
 WEAK_KEEP = 0.9
 TABLE_PATTERN = ("something on the table looks like keeps (a patterned cloth?): put the castle on a plain surface "
                  "and take the photo again")
-# Pieces standing on the calibration mat are read poorly (its print looks like grey plastic and its shadows):
+# Pieces standing on the calibration mat are read poorly (its black and white print looks like lit and shaded plastic):
 # over unseen38-40 at 50-90 degrees with a right lattice, readings with grey pieces on the mat had a median of
 # 12.5 grey-piece errors and none scored exactly (0 of 15), against 2 and 15 of 47 with the mat beside the
 # castle. Where the castle's outline covers this share of the mat's sheet the castle stands on it (of the
