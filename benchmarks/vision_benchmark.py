@@ -219,6 +219,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
 
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
+    from vision.pipeline import marked_on_guess
 
     cv2.setNumThreads(1)  # the target is seconds per photo on one core
     truth_json = json.loads(p.with_suffix(".json").read_text())
@@ -251,8 +252,8 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
             row["corrections"] = corrections(row["pieces"])
             if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
                 guess = reading.to_json().get("tentative_castle") or {}
-                row["marked"] = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check")) + \
-                    len(guess.get("towers_to_check", []))
+                marked = marked_on_guess(guess)
+                row["marked"] = len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
                 wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
                 row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("check")), len(wrong)]
                 row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)

@@ -63,10 +63,12 @@ _TOP_MARGIN_MM = 8.0
 # A homography from fewer points (ChArUco corners plus marker corners) than this is not trusted.
 MIN_POINTS = 8
 
-# Beside, not under: the photo reader reads pieces standing on the print poorly (vision.pipeline.MAT_UNDER_CASTLE_SHARE).
+# The photo reader predicts the whole printed sheet, this text included (vision.masks.printed_mat): new wording
+# makes every mat printed before read differently, so it stays as first printed. (Pieces standing on the print
+# are read poorly: the README and a refusal's advice say to lay the mat beside the castle.)
 INSTRUCTIONS = (
     "Print at 100 % (no 'fit to page'); check the bar measures 100 mm. "
-    "Lay the mat flat beside the castle, not under it, fully in the photo."
+    "Lay the mat flat beside or under the castle, fully in the photo."
 )
 
 

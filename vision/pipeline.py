@@ -89,7 +89,7 @@ TABLE_PATTERN = ("something on the table looks like keeps (a patterned cloth?): 
 # over unseen38-40 at 50-90 degrees with a right lattice, readings with grey pieces on the mat had a median of
 # 12.5 grey-piece errors and none scored exactly (0 of 15), against 2 and 15 of 47 with the mat beside the
 # castle. Where the castle's outline covers this share of the mat's sheet the castle stands on it (of the
-# mats found there: 21 of 22 with pieces on them, 2 of 56 without).
+# mats found there: 21 of 22 with pieces on them, 2 of 43 without).
 MAT_UNDER_CASTLE_SHARE = 0.15
 PIECES_SETTLED_BY_COUNTS = 0.85  # the pieces factor at least, when a reading passes every rule with its sets' counts
 UNUSED_PIECES_DOUBT = 0.7  # weakly seen pieces in a castle a few pieces short of its boxes: likely a misread
@@ -193,6 +193,16 @@ class PhotoReading:
         return castle_json
 
 
+def marked_on_guess(guess: dict) -> dict[str, list]:
+    """What a refused reading's guess (`tentative_castle` in its JSON) asks a player to check: its keeps
+    and walls marked `check`, its `towers_to_check`, and the wall steps and towers it barely saw absent."""
+    return {"keeps": [k for k in guess.get("keeps", []) if k.get("check")],
+            "walls": [w for w in guess.get("walls", []) if w.get("check")],
+            "towers": list(guess.get("towers_to_check") or []),
+            "absent_walls": list(guess.get("unsure_absent_walls") or []),
+            "absent_towers": list(guess.get("unsure_absent_towers") or [])}
+
+
 class _Timer:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
@@ -232,12 +242,17 @@ def castle_hull(region: np.ndarray) -> np.ndarray:
     return out.astype(bool)
 
 
+def mat_sheet(mat_corners: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The calibration mat's sheet in the photo (bool, `shape`), from its four corners."""
+    sheet = np.zeros(shape, np.uint8)
+    cv2.fillConvexPoly(sheet, np.round(np.asarray(mat_corners)).astype(np.int32), 1)
+    return sheet.astype(bool)
+
+
 def share_of_mat_under_castle(mat_corners: np.ndarray, region: np.ndarray) -> float:
     """The share of the calibration mat's sheet (its four corners in the photo) that the castle's outline
     (castle_hull of the castle region) covers: 0 for a mat beside the castle."""
-    sheet = np.zeros(region.shape, np.uint8)
-    cv2.fillConvexPoly(sheet, np.round(np.asarray(mat_corners)).astype(np.int32), 1)
-    sheet = sheet.astype(bool)
+    sheet = mat_sheet(mat_corners, region.shape)
     return float((sheet & castle_hull(region)).sum() / max(1, sheet.sum()))
 
 
@@ -1317,9 +1332,12 @@ def keeps_that_score(keeps: list[FoundKeep], score: Score | None) -> list[FoundK
 
 
 def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit | None, keeps: list[FoundKeep],
-           score) -> Assessment:
+           score, table_pattern: bool = False) -> Assessment:
     """Self-check and confidence: every factor is 0..1; the reading's confidence is their product.
-    How well the pieces explain the photo is judged on the evidence the fit decided them on (fit.weight)."""
+    How well the pieces explain the photo is judged on the evidence the fit decided them on (fit.weight).
+    A refusal's advice names the weakest factor's likeliest cause, and the one a player can remove where
+    there is one: keeps of a `table_pattern` (drop_keeps_of_a_table_pattern found some), a castle
+    standing on the calibration mat."""
     f: dict[str, float] = {}
     findings: list[dict] = []
     # Judged by the brightest parts: a black cloth makes a well-lit photo mostly dark.
@@ -1403,6 +1421,12 @@ def assess(*, masks: Masks, region: np.ndarray, pose: TablePose | None, fit: Fit
     if conf < CONFIDENCE_THRESHOLD:
         worst = min(f, key=f.get)
         again = retake_advice(elev)
+        if worst == "keeps" and table_pattern:
+            return Assessment(conf, TABLE_PATTERN, f, findings)
+        mat = pose.mat_corners
+        if worst in ("pieces", "fit", "lattice") and mat is not None and \
+                share_of_mat_under_castle(mat, region) >= MAT_UNDER_CASTLE_SHARE:
+            return Assessment(conf, castle_on_mat_advice(elev), f, findings)
         refusal = {
             "elevation": f"take the photo from higher up: the camera is about {elev:.0f} degrees above the table; {BEST_ELEVATION_DEG[0]} to {BEST_ELEVATION_DEG[1]} reads best",
             "fit": f"the pieces could not all be matched (glare, clutter or a hand over the castle?): {again}, with nothing over the castle",
@@ -1493,9 +1517,7 @@ def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     pieces standing on it (the mat may lie under the castle): what does not show the mat as printed
     and joins the castle's plastic beyond the sheet. Along the print's edges near such pieces, where
     plastic and print cannot be told apart, the evidence is left neutral."""
-    sheet = np.zeros(masks.grey.shape, np.uint8)
-    cv2.fillConvexPoly(sheet, np.round(pose.mat_corners).astype(np.int32), 1)
-    sheet = cv2.dilate(sheet, np.ones((9, 9), np.uint8)).astype(bool)
+    sheet = cv2.dilate(mat_sheet(pose.mat_corners, masks.grey.shape).astype(np.uint8), np.ones((9, 9), np.uint8)).astype(bool)
     lightness = cv2.cvtColor(masks.balanced, cv2.COLOR_BGR2LAB)[:, :, 0]
     printed, unsure = printed_mat(lightness, pose.mat_paper, pose.mat_to_image)
     not_keeps = sheet & printed  # a keep on the mat is told from the sheet by its colour
@@ -1697,13 +1719,11 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
         _debug_write(debug_dir, f"{name}.png", img)
 
     pose = fit = None
-    on_mat = False  # the castle stands on the calibration mat
     if masks.brightness >= 50 and region.any():
         with timer.stage("table_plane"):
             pose = table_pose(photo, masks.grey & region, cues)
             if pose is not None and pose.mat_to_image is not None:
                 region = _mask_out_mat(masks, pose)
-                on_mat = share_of_mat_under_castle(pose.mat_corners, region) >= MAT_UNDER_CASTLE_SHARE
         if pose is not None:
             with timer.stage("lattice"):
                 lattice = lattice_from_pose(pose, masks.grey & region, pitch_mm_range=settings.pitch_mm_range(PITCH_MM_RANGE),
@@ -1735,19 +1755,17 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):
-        verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score)
+        verdict = assess(masks=masks, region=region, pose=pose, fit=fit, keeps=keeps, score=score,
+                         table_pattern=bool(pattern_notes))
         verdict.findings = rule_notes + verdict.findings
-        if pattern_notes and verdict.refusal is not None and min(verdict.factors, key=verdict.factors.get) == "keeps":
-            verdict.refusal = TABLE_PATTERN  # the likeliest cause, and the one a player can remove
-        if on_mat and verdict.refusal is not None and min(verdict.factors, key=verdict.factors.get) in ("pieces", "fit", "lattice"):
-            verdict.refusal = castle_on_mat_advice(pose.camera.elevation_deg)  # likewise
     with timer.stage("overlay"):
         overlay = _overlay(photo, fit, keeps, score, offset, verdict)
     _debug_write(debug_dir, "09_overlay.png", overlay)
     _debug_detections(debug_dir, photo, fit, keeps, verdict)
 
     refused = verdict.refusal is not None
-    towers_to_check, unsure_absent_towers = _unsure_towers(fit, castle, offset) if castle is not None else ([], [])
+    guess = castle is not None and refused  # what a player is asked to check is only shown on a refused reading's guess
+    towers_to_check, unsure_absent_towers = _unsure_towers(fit, castle, offset) if guess else ([], [])
     return PhotoReading(
         castle=None if refused else castle,
         confidence=verdict.confidence,
@@ -1760,7 +1778,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
         tentative_castle=castle if refused else None,
         piece_confidence=_piece_confidence(fit, castle, keeps, offset, photo.scale) if castle is not None else {},
         keeps_found=keeps if castle is not None else [],
-        unsure_absent_walls=_unsure_absent_walls(fit, offset) if castle is not None else [],
+        unsure_absent_walls=_unsure_absent_walls(fit, offset) if guess else [],
         towers_to_check=towers_to_check,
         unsure_absent_towers=unsure_absent_towers,
     )

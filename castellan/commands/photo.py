@@ -46,8 +46,10 @@ def guess_hint(result: dict) -> str:
     guess = result.get("tentative_castle")
     if not guess:
         return ""
-    to_check = sum(1 for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check"))
-    to_check += len(guess.get("towers_to_check", []))
+    from vision.pipeline import marked_on_guess
+
+    marked = marked_on_guess(guess)
+    to_check = len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
     return (f"The reader's unscored guess ({len(guess.get('towers', []))} towers, {len(guess.get('walls', []))} walls, "
             f"{len(guess.get('keeps', []))} keeps; {to_check} marked to check: \"check\", \"towers_to_check\") is "
             "\"tentative_castle\" in --json: "

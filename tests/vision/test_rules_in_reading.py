@@ -605,7 +605,7 @@ def _assess_with_a_piece_beyond_the_edge(region, grey=None):
 
     fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
     fit.elements[1].clipped = True
-    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0)
+    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=60.0), quality=1.0, mat_corners=None)
     grey = region.copy() if grey is None else grey
     return assess(masks=SimpleNamespace(brightness=200.0, grey=grey, keep=np.zeros_like(grey)), region=region, pose=pose, fit=fit,
                   keeps=[], score=None)
@@ -647,7 +647,7 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndar
     fit.counted_against_photo = {0} if counted else set()
     fit.fitted_to_the_count = {len(fit.elements) - 1} if fitted else set()
     keeps = [_keep(1.0, -0.5)]
-    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0)
+    pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0, mat_corners=None)
     keep_px = np.zeros_like(region) if keep_px is None else keep_px
     return assess(masks=SimpleNamespace(brightness=200.0, grey=region, keep=keep_px), region=region, pose=pose, fit=fit,
                   keeps=keeps, score=score_castle(castle))
@@ -843,7 +843,7 @@ def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle()
         for n, el in enumerate(fit.elements):
             el.idx = np.arange(n * 20, n * 20 + 20)
         fit.weight = np.where(np.arange(touching.size) < len(fit.elements) * 20, 1.0, -1.0).astype(np.float32)
-        pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=65.0), quality=1.0)
+        pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=65.0), quality=1.0, mat_corners=None)
         return assess(masks=SimpleNamespace(brightness=200.0, grey=touching, keep=np.zeros_like(touching)), region=touching, pose=pose, fit=fit,
                       keeps=[], score=None)
 
