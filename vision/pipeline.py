@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import cv2
 import numpy as np
+from shapely.geometry import MultiPoint, Point
 
 from scoring import Castle, Keep, Wall, score_castle
 from scoring.castle import EDITIONS, GREY_PIECES_PER_SET, KEEPS_PER_COLOUR, LONG_WALLS_PER_SET, SHORT_WALLS_PER_SET, TOWERS_PER_SET
@@ -25,7 +26,7 @@ from scoring.findings import castle_parts, walls_ending_under_long_walls
 from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
-from vision.decode import DecodedPhoto, decode_photo
+from vision.decode import DecodedPhoto, FullPhoto, decode_photo
 from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
                           TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
@@ -990,8 +991,11 @@ def open_joints(fit: Fit, min_view: float = 0.25, clear: float = 0.4) -> list[di
 
 
 def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_lead: float = 0.05,
-                        larger: float = DOUBLE_FILL_DOUBT) -> list[dict]:
-    """At most one Double Keep per colour (C5): decided among the colour's keeps, not one by one.
+                        larger: float = DOUBLE_FILL_DOUBT, beside: list[bool] | None = None) -> list[dict]:
+    """At most one Double Keep per colour (C5): decided among the colour's keeps in the castle, not one by
+    one. Keeps `beside` the castle are supply, read single and left out of the choice: a keep taken for
+    stacked out there (a false keep on the table, read from a 12-megapixel photo at full confidence) once
+    took its colour's Double Keep from the castle's, and a wrong answer followed.
 
     Each keep says how much better two stacked keeps explain its blob than one. Judged alone, a
     Double Keep seen from high up or a little off in height often looks single, and several single
@@ -1016,7 +1020,11 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     """
     notes: list[dict] = []
     by_colour: dict[str, list[FoundKeep]] = {}
-    for k in keeps:
+    for k, outside in zip(keeps, beside or [False] * len(keeps)):
+        if outside:  # supply: no Double Keep (C5 makes one as a keep is placed in the castle), and it scores nothing
+            if k.double:
+                k.double, k.doubt = False, "beside the castle, read single"
+            continue
         by_colour.setdefault(k.colour, []).append(k)
     for colour, ks in by_colour.items():
         ks.sort(key=lambda k: -k.stacked)
@@ -1083,7 +1091,7 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     or where a wall ends and the photo leans to one, and surplus towers in straight runs removed
     (the boxes' piece counts). The confidence still counts these pieces as uncertain.
     """
-    notes = choose_double_keeps(keeps)
+    notes = choose_double_keeps(keeps, beside=keeps_beside_the_castle(fit, keeps))
     notes += join_hidden_walls(fit, keeps)
     notes += extend_walls_from_towers(fit, keeps)
     notes += complete_long_walls(fit, keeps)
@@ -1180,6 +1188,17 @@ class Assessment:
     refusal: str | None
     factors: dict[str, float]
     findings: list[dict]
+
+
+def keeps_beside_the_castle(fit: Fit, keeps: list[FoundKeep], margin: float = 0.1) -> list[bool]:
+    """For each keep, whether it stands outside the outline (convex hull) of the decided pieces: a
+    keep there is in no courtyard. (Conservative: a keep in the bay of an L-shaped castle is inside.)"""
+    points = [el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"]
+    points += [end for el, a in zip(fit.elements, fit.decision.active) if a and el.kind != "tower" for end in el.key]
+    if len(points) < 3:
+        return [False] * len(keeps)
+    outline = MultiPoint(points).convex_hull.buffer(margin)
+    return [not outline.contains(Point(k.at)) for k in keeps]
 
 
 def _main_castle(fit: Fit) -> set[tuple[int, int]]:
@@ -1663,6 +1682,9 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
+    # The photo at its own size, for keeps' heights the working size cannot show; not where a camera
+    # profile removed the lens's distortion from the working image (the two would not line up).
+    full = FullPhoto(data, photo) if photo.focal_source != "profile" else None
     cues = PhotoCues(photo)  # shared by every reading below
     # Each set of pixel models in turn (vision.pixels.READINGS) until a reading is answered: they fail
     # on different photos, and each reading's confidence is judged on its own, but a second look is
@@ -1674,7 +1696,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     attempts: list[PixelModels | None] = list(PIXEL_READINGS)
     best: PhotoReading | None = None
     for n, pixels in enumerate(attempts):  # (the loop reaches an attempt appended while it runs)
-        reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
+        reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n), full=full)
         if reading.refusal is None:
             return reading
         if reading.refusal == NO_CASTLE and None not in attempts:
@@ -1708,9 +1730,9 @@ def _attempt_dir(debug_dir: str | None, attempt: int) -> str | None:
 
 
 def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSettings, timer: _Timer, *,
-                  pixels: PixelModels | None, debug_dir: str | None) -> PhotoReading:
+                  pixels: PixelModels | None, debug_dir: str | None, full: FullPhoto | None = None) -> PhotoReading:
     """Every stage after decoding, with the grey and keep pixels found by the `pixels` models or, when
-    None, by the colour rules."""
+    None, by the colour rules; keeps' heights are read on the `full` photo where the working size is too small."""
     with timer.stage("masks"):
         masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=pixels is not None, pixels=pixels, layers=cues.layers)
         region = castle_region(masks.grey)
@@ -1739,7 +1761,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
     if fit is not None:
         with timer.stage("keeps"):
             keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
-                               castle=castle_hull(region), occluders=_occluders(fit, masks.grey))
+                               castle=castle_hull(region), occluders=_occluders(fit, masks.grey), full=full)
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
             rule_notes += settle_with_the_counts(fit, keeps)

@@ -134,3 +134,54 @@ def test_keeps_on_a_checked_tablecloth_are_read_as_drawn_and_its_coloured_checks
     label[(checks > 0) & (label == 0)] = 1
     found = find_keeps(cam, label, dims)
     assert len(found) == 4 and _read_as(found, keeps) == [d for _, d in keeps]
+
+
+def _full_photo(cam: Camera, keeps: list[tuple[tuple[float, float], bool]], dims: Dims, scale: float):
+    """The photo `cam` sees at 1/scale times its size: keeps drawn as boxes, their lit tops brighter than
+    their shaded sides, on a pale table; as vision.decode.FullPhoto offers it."""
+    from types import SimpleNamespace
+
+    from vision.keeps import BOX_SIGNS, _working_to_full
+
+    big = Camera(_working_to_full(scale) @ cam.K, cam.R, cam.t)
+    w, h = round(SIZE[0] / scale), round(SIZE[1] / scale)
+    img = np.full((h, w, 3), (150, 190, 215), np.uint8)  # BGR: a light wooden table
+    eye = -cam.R.T @ cam.t
+    for at, double in sorted(keeps, key=lambda k: -np.hypot(*(np.array(k[0]) - eye[:2]))):  # far ones first
+        height = dims.keep_h * (2 if double else 1)
+        hull = _silhouette(big, np.array(at), dims.keep_half, height, 0.3)
+        cv2.fillConvexPoly(img, np.round(hull * 4).astype(np.int32), (30, 30, 120), shift=2)
+        c, s = np.cos(0.3), np.sin(0.3)
+        top = [(at[0] + c * sx * dims.keep_half - s * sy * dims.keep_half, at[1] + s * sx * dims.keep_half + c * sy * dims.keep_half, height)
+               for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+        cv2.fillConvexPoly(img, np.round(big.project(np.array(top)) * 4).astype(np.int32), (50, 50, 220), shift=2)
+    assert BOX_SIGNS.shape == (8, 3)
+    return SimpleNamespace(scale=scale, bgr=img)
+
+
+def test_seen_from_nearly_straight_above_a_double_keep_is_read_by_its_outline_in_the_full_photo():
+    # A 12-megapixel phone photo is read at a working size about a third as wide, where a keep seen
+    # from high up leans a few pixels at most; in the photo itself it leans three times as far.
+    from vision.keeps import HEIGHT_CAP, MIN_LEAN_PX
+
+    K, R, t = look_at_camera(84.0, 30.0, 18.0, np.array([2.0, 2.0, 0.0]), SIZE, 600.0)
+    cam, dims = Camera(K, R, t), Dims()
+    keeps = [((0.5, 0.5), False), ((1.5, 0.5), False), ((3.5, 0.5), True), ((0.5, 2.5), False),
+             ((3.5, 3.5), False), ((1.5, 3.5), False)]
+    label = _label(cam, keeps, dims, shrink=1.0)
+    full = _full_photo(cam, keeps, dims, scale=0.25)
+    at_working_size = find_keeps(cam, label, dims)
+    assert len(at_working_size) == 6 and all(k.lean < MIN_LEAN_PX for k in at_working_size)
+    # There the heights are read from the keeps' sizes, and the Double Keep only as a doubt.
+    assert all(k.height_by_size for k in at_working_size)
+    assert max(k.confidence for k in at_working_size if k.double) <= HEIGHT_CAP
+
+    found = find_keeps(cam, label, dims, full=full)
+    assert len(found) == 6 and _read_as(found, keeps) == [d for _, d in keeps]
+    # All but the keep nearly under the camera lean far enough in the photo to be read by their outline.
+    by_outline = [k for k in found if not k.height_by_size]
+    assert len(by_outline) == 5 and all(k.lean >= MIN_LEAN_PX for k in by_outline)
+    assert next(k for k in found if k.double).confidence > HEIGHT_CAP
+    # A photo no bigger than the working size has nothing more to show.
+    same = find_keeps(cam, label, dims, full=_full_photo(cam, keeps, dims, scale=1.0))
+    assert [k.double for k in same] == [k.double for k in at_working_size]
