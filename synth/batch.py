@@ -23,10 +23,14 @@ def players_for(index: int) -> list[str]:
 def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: int = 1600, height: int = 1200,
                spp: int = 16, prefix: str = "photo", masks: bool = True, progress: bool = True,
                overrides: dict[str, Any] | None = None,
-               on_photo: Callable[[int, Path, dict[str, Any]], None] | None = None) -> list[Path]:
-    """Render `count` photos into `out_dir` as PREFIX_NNN.jpg + .json (+ _mask.png); returns the paths."""
+               on_photo: Callable[[int, Path, dict[str, Any]], None] | None = None,
+               min_elevation: float | None = None) -> list[Path]:
+    """Render `count` photos into `out_dir` as PREFIX_NNN.jpg + .json (+ _mask.png); returns the paths.
+    With `min_elevation`, only the photos whose camera is drawn at least that many degrees above the table
+    are rendered; the others are skipped, so each photo keeps the seed and name it has in the whole set."""
     from scoring.generate import random_finished_castle
 
+    from synth.conditions import draw_conditions
     from synth.render import render_jpeg, save_photo
 
     if count < 1:
@@ -43,6 +47,10 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
     try:
         for i in range(count):
             seed = first_seed + i
+            if min_elevation is not None and draw_conditions(seed, overrides).elevation_deg < min_elevation:
+                if bar is not None:
+                    bar.update(1)
+                continue
             castle = random_finished_castle(seed, players_for(i))
             jpeg, truth, labels = render_jpeg(castle, seed, width, height, spp, overrides)
             path = save_photo(out / f"{prefix}_{i:03d}.jpg", jpeg, truth, labels if masks else None)

@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--height", type=int, default=1200, help="image height in pixels (default 1200)")
     p.add_argument("--spp", type=int, default=16, help="samples per pixel (default 16; denoised)")
     p.add_argument("--prefix", default="photo", help="file name prefix (default photo)")
+    p.add_argument("--min-elevation", type=float, metavar="DEG",
+                   help="render only the photos whose camera is at least DEG degrees above the table (the others "
+                        "are skipped; each photo keeps its seed and name)")
     p.add_argument("--no-masks", action="store_true", help="do not write the piece masks")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -30,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.count <= 100_000:
         print(f"castellan synth: --count {args.count} is out of range; use 1 to 100000", file=sys.stderr)
+        return 2
+    if args.min_elevation is not None and not 0 <= args.min_elevation <= 90:
+        print(f"castellan synth: --min-elevation {args.min_elevation:g} is not an angle above the table; use 0 to 90",
+              file=sys.stderr)
         return 2
     problem = render_size_problem(args.width, args.height, args.spp)
     if problem:
@@ -43,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         paths = synthesize(args.count, args.out, first_seed=args.seed, width=args.width, height=args.height,
-                           spp=args.spp, prefix=args.prefix, masks=not args.no_masks, progress=not args.quiet)
+                           spp=args.spp, prefix=args.prefix, masks=not args.no_masks, progress=not args.quiet,
+                           min_elevation=args.min_elevation)
     except RendererUnavailable as e:
         print(f"castellan synth: {e}", file=sys.stderr)
         return 1

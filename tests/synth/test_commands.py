@@ -67,3 +67,19 @@ def test_synth_writes_a_set_with_an_index(tmp_path, capsys):
 def test_synth_refuses_a_bad_count(tmp_path, capsys):
     assert main(["synth", "--count", "0", "--out", str(tmp_path)]) == 2
     assert "--count" in capsys.readouterr().err
+
+
+def test_synth_renders_only_the_photos_taken_from_high_enough_up(tmp_path):
+    from synth.conditions import draw_conditions
+
+    out = tmp_path / "set"
+    high = [i for i in range(6) if draw_conditions(20 + i).elevation_deg >= 60]
+    assert 0 < len(high) < 6  # (seeds chosen so some are skipped)
+    code = main(["synth", "--count", "6", "--seed", "20", "--out", str(out), "--width", "160", "--height", "120",
+                 "--spp", "1", "--min-elevation", "60", "--quiet", "--no-masks"])
+    assert code == 0
+    index = json.loads((out / "index.json").read_text())
+    # Each photo keeps the seed and name it has in the whole set.
+    assert [(e["image"], e["seed"]) for e in index] == [(f"photo_{i:03d}.jpg", 20 + i) for i in high]
+    assert all(e["elevation_deg"] >= 60 for e in index)
+    assert main(["synth", "--count", "1", "--out", str(out), "--min-elevation", "95"]) == 2
