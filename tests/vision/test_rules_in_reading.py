@@ -492,6 +492,27 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert [k.confidence for k in surely_single] == [0.9, 0.9]
 
 
+def test_a_keep_beside_the_castle_does_not_take_its_colours_double_keep():
+    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
+
+    # A blue thing on the table beside the castle read as a stacked keep, a little more stacked than the
+    # castle's blue Double Keep: compared among all blue keeps it took the Double Keep, the castle's was
+    # read single, and, being supply, its own doubt counted for nothing in the confidence.
+    def blue_keeps():
+        return [_keep(0.69, 0.135, colour="blue"), _keep(0.9, 0.09, colour="blue"), _keep(0.9, -0.2, colour="blue"),
+                _keep(0.9, -0.25, colour="blue")]
+
+    compared_with_all = blue_keeps()
+    choose_double_keeps(compared_with_all)
+    assert [k.double for k in compared_with_all] == [True, False, False, False]
+    keeps = blue_keeps()
+    choose_double_keeps(keeps, beside=[True, False, False, False])
+    assert [k.double for k in keeps] == [False, True, False, False]
+    assert keeps[1].confidence >= KEEP_DOUBT
+    # Supply scores nothing: left out of the choice, it is read single whatever it looked.
+    assert keeps[0].doubt == "beside the castle, read single"
+
+
 def test_a_surely_read_double_keep_settles_its_colours_other_keeps_as_single():
     from vision.pipeline import KEEP_DOUBT, choose_double_keeps, keeps_factor
 
