@@ -4,7 +4,6 @@ Only this module reads user bytes, so every "this is not a photo" message comes 
 """
 from __future__ import annotations
 
-import functools
 import io
 import math
 import warnings
@@ -53,20 +52,6 @@ class DecodedPhoto:
     def scale(self) -> float:
         """Working pixels per original pixel."""
         return self.bgr.shape[1] / self.original_size[0]
-
-
-class FullPhoto:
-    """The photo at the resolution it was taken, beside its working-size decoding; decoded only when
-    something is too small to read at the working size (a keep's height from straight above)."""
-
-    def __init__(self, data: bytes, working: DecodedPhoto):
-        self._data = data
-        self.scale = working.scale  # working pixels per full-resolution pixel
-        self._side = max(working.original_size)
-
-    @functools.cached_property
-    def bgr(self) -> np.ndarray:
-        return decode_photo(self._data, max_side=self._side).bgr
 
 
 def _rational(value) -> float | None:

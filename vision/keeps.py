@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import cv2
 import numpy as np
@@ -156,7 +155,7 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
 
 def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarray | None = None,
                castle: np.ndarray | None = None, occluders: Occluders | None = None, *, min_keeps: int = 3,
-               size_tolerance: float = 0.05, full: FullResolution | None = None) -> list[FoundKeep]:
+               size_tolerance: float = 0.05) -> list[FoundKeep]:
     """Keeps in the photo (cam in lattice units; dims gives the keep's size, at the fitted piece scale).
 
     `ground` marks table pixels: outside the castle (`castle` mask) a keep stands on the table, so a
@@ -169,9 +168,8 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
     smaller one when blobs come out smaller than the keeps (a pixel lost all round, a piece scale a
     little off). So when the single keeps (at least `min_keeps`) cover their silhouettes by more than
     `size_tolerance` less or more than fully, the keeps are found again at the size their blobs show.
-    Keeps seen from so nearly straight above that the working image cannot show their height are read
-    again on the `full` photo where it is bigger (heights_at_full_resolution), and those it cannot show
-    either by their size against the photo's other keeps (heights_from_size).
+    Keeps seen from so nearly straight above that their outline cannot show their height are then read
+    by their size against the photo's other keeps (heights_from_size).
     """
     blobs = _colour_blobs(keep_label)
     found = _find_keeps_sized(cam, keep_label, blobs, dims, ground, castle, occluders)
@@ -184,143 +182,7 @@ def find_keeps(cam: Camera, keep_label: np.ndarray, dims: Dims, ground: np.ndarr
             cam, keep_label, blobs, replace(dims, keep_half=dims.keep_half * s, keep_h=dims.keep_h * s), ground, castle,
             occluders, only={_blob_key(k.colour, k.px) for k in found})}
         found = [again.get(_blob_key(k.colour, k.px), k) for k in found]
-    if full is not None:
-        found = heights_at_full_resolution(found, full, cam, dims)
     return heights_from_size(found)
-
-
-class FullResolution(Protocol):
-    """The photo at the resolution it was taken (vision.decode.FullPhoto), decoded only when asked for."""
-
-    scale: float  # working pixels per full-resolution pixel (1 when the photo was read at its own size)
-
-    @property
-    def bgr(self) -> np.ndarray: ...
-
-
-def heights_at_full_resolution(found: list[FoundKeep], full: FullResolution, cam: Camera, dims: Dims, *,
-                               min_keeps: int = 3, gain: float = 1.5, enough_lean: float = 1.5 * MIN_LEAN_PX) -> list[FoundKeep]:
-    """Single or double read again on the photo at its own resolution, for the keeps whose lean the
-    working image is too small to show (under MIN_LEAN_PX) and the full photo shows (`gain` times more
-    pixels across, so a 12-megapixel photo's keeps lean about three times as far).
-
-    A keep's blob there is cut out of a crop around it by GrabCut, started from the silhouette the
-    working image chose; single and double are told by which silhouette covers it better, as in the
-    working image, at the size the photo's blobs show (their median fill, from `min_keeps` keeps). A
-    crop is read at less than full resolution where the keep still leans `enough_lean` pixels there
-    (GrabCut's time grows with the pixels). The keep keeps its place, colour and fill (its size among
-    its colour's others is the working image's); its height, confidence, lean (now in the pixels it was
-    read in) and outline (in working pixels) are the full photo's. Pieces in front of a keep are not
-    left out of its silhouette here: from high enough up for this to matter they hide little of a keep.
-    On development renders of 42 castles at 70-90 degrees drawn again at 4000 x 3000 (session 33), of the
-    keeps leaning under MIN_LEAN_PX in the working image and more in the photo, this told Double Keeps
-    from single ones with an AUC of .99 against .90 for the working image's reading.
-    """
-    if full.scale * gain > 1.0:
-        return found
-    todo = [k for k in found if k.lean < MIN_LEAN_PX <= k.lean / full.scale]
-    if not todo:
-        return found
-    image = full.bgr
-    cut = {id(k): _blob_at_full_resolution(image, k, full.scale, min(1.0, enough_lean * full.scale / max(k.lean, 1e-3)))
-           for k in todo}
-    size = 1.0
-    fills = [_fits_in_crop(cam, cut[id(k)], dims.keep_half, dims.keep_h)[0] for k in todo if cut[id(k)] is not None]
-    if len(fills) >= min_keeps:
-        size = math.sqrt(float(np.median(fills)))
-    out = []
-    for k in found:
-        if cut.get(id(k)) is None:
-            out.append(k)
-            continue
-        _, height = _fits_in_crop(cam, cut[id(k)], dims.keep_half * size, dims.keep_h * size)
-        out.append(replace(k, double=height.double, confidence=height.confidence, stacked=height.stacked, iou=height.iou,
-                           lean=height.lean, outline=height.outline.astype(np.float32), height_by_size=False,
-                           doubt=height.doubt))
-    return out
-
-
-def _working_to_full(scale: float) -> np.ndarray:
-    """The affine map (3 x 3) from working pixels to the full photo's (pixel centres to pixel centres)."""
-    return np.array([[1 / scale, 0, 0.5 / scale - 0.5], [0, 1 / scale, 0.5 / scale - 0.5], [0, 0, 1.0]])
-
-
-@dataclass(frozen=True)
-class _CroppedBlob:
-    mask: np.ndarray  # bool, the crop's size
-    to_crop: np.ndarray  # 3 x 3, working pixels to the crop's
-    bbox: tuple[int, int, int, int]  # in the crop
-    centroid: tuple[float, float]  # in the crop
-
-
-def _blob_at_full_resolution(image: np.ndarray, keep: FoundKeep, scale: float, reduce: float = 1.0) -> _CroppedBlob | None:
-    """A keep's pixels in the full photo (working pixels per full pixel: `scale`), on a crop around it
-    shrunk by `reduce`: GrabCut, with the keep's chosen silhouette probably the keep and that
-    silhouette's core surely, the ring around it probably not and beyond surely not."""
-    to_full = _working_to_full(scale)
-    outline = cv2.perspectiveTransform(keep.outline.reshape(-1, 1, 2).astype(np.float64), to_full).reshape(-1, 2)
-    reach = 0.6 * math.sqrt(max(cv2.contourArea(outline.astype(np.float32)), 1.0)) + 5 / reduce
-    H, W = image.shape[:2]
-    x0, y0 = (int(max(0, v)) for v in outline.min(axis=0) - reach)
-    x1, y1 = int(min(W, outline[:, 0].max() + reach + 1)), int(min(H, outline[:, 1].max() + reach + 1))
-    if min(x1 - x0, y1 - y0) * reduce < 8:
-        return None
-    crop = image[y0:y1, x0:x1]
-    if reduce < 1.0:
-        crop = cv2.resize(crop, (round((x1 - x0) * reduce), round((y1 - y0) * reduce)), interpolation=cv2.INTER_AREA)
-    full_to_crop = np.array([[reduce, 0, (0.5 - x0) * reduce - 0.5], [0, reduce, (0.5 - y0) * reduce - 0.5], [0, 0, 1.0]])
-    to_crop = full_to_crop @ to_full
-    outline = cv2.perspectiveTransform(keep.outline.reshape(-1, 1, 2).astype(np.float64), to_crop).reshape(-1, 2)
-    inside = np.zeros(crop.shape[:2], np.uint8)
-    cv2.fillConvexPoly(inside, np.round(outline).astype(np.int32), 1)
-    side = math.sqrt(float(inside.sum()))
-    if side < 4:
-        return None
-    ring = max(3, int(0.6 * side))  # how far beyond the silhouette the keep may still reach
-    label = np.full(crop.shape[:2], cv2.GC_BGD, np.uint8)
-    label[cv2.dilate(inside, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring + 1,) * 2)) > 0] = cv2.GC_PR_BGD
-    label[inside > 0] = cv2.GC_PR_FGD
-    label[cv2.erode(inside, np.ones((3, 3), np.uint8), iterations=max(1, int(side) // 4)) > 0] = cv2.GC_FGD
-    cv2.setRNGSeed(0)  # GrabCut's colour models start from a random draw: the same photo reads the same
-    try:
-        cv2.grabCut(_shading_free(crop), label, None, np.zeros((1, 65)), np.zeros((1, 65)), 3, cv2.GC_INIT_WITH_MASK)
-    except cv2.error:  # a crop of one colour leaves GrabCut nothing to model
-        return None
-    keep_px = ((label == cv2.GC_FGD) | (label == cv2.GC_PR_FGD)).astype(np.uint8)
-    keep_px = cv2.morphologyEx(keep_px, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    n, lab, stats, cents = cv2.connectedComponentsWithStats(keep_px)
-    overlap = np.bincount(lab[inside > 0], minlength=n)
-    overlap[0] = 0
-    best = int(overlap.argmax())
-    if overlap[best] == 0:
-        return None
-    return _CroppedBlob(lab == best, to_crop, tuple(int(v) for v in stats[best, :4]), (float(cents[best][0]), float(cents[best][1])))
-
-
-def _shading_free(bgr: np.ndarray) -> np.ndarray:
-    """The colours GrabCut compares: chromaticity (each channel's share of the sum) and a faint lightness.
-
-    A keep's sides in shade are its top's colour, darker: compared in plain BGR, GrabCut gave a Double
-    Keep's shaded lower half to the dark shadows around it, and the blob left looked single. On the
-    development renders of heights_at_full_resolution this told double from single with an AUC of .99
-    against .95 in BGR."""
-    f = bgr.astype(np.float32) + 4.0  # (a floor, so the darkest pixels' shares are not all noise)
-    total = f.sum(axis=2, keepdims=True)
-    shares = f[..., :2] / total * 360.0  # blue and green shares (red is what is left), a third at 120
-    lightness = np.sqrt(total / (3 * 259.0)) * 127.5
-    return np.clip(np.concatenate([shares, lightness], axis=2), 0, 255).astype(np.uint8)
-
-
-def _fits_in_crop(cam: Camera, blob: _CroppedBlob, half: float, h1: float) -> tuple[float, _HeightReading]:
-    """(the blob's area over a single keep's silhouette, the height it reads) for keeps of this size; the
-    reading's outline in working pixels."""
-    crop_cam = Camera(blob.to_crop @ cam.K, cam.R, cam.t)
-    per_h = _best_fits(crop_cam, blob.mask, blob.centroid, blob.bbox, half, h1)
-    single_area = cv2.contourArea(per_h[False][2].astype(np.float32))
-    height = _height_from_fits(crop_cam, per_h, h1)
-    outline = cv2.perspectiveTransform(height.outline.reshape(-1, 1, 2).astype(np.float64),
-                                       np.linalg.inv(blob.to_crop)).reshape(-1, 2)
-    return float(blob.mask.sum()) / max(single_area, 1.0), replace(height, outline=outline)
 
 
 def shape_confidence(iou: float) -> float:

@@ -26,7 +26,7 @@ from scoring.findings import castle_parts, walls_ending_under_long_walls
 from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
-from vision.decode import DecodedPhoto, FullPhoto, decode_photo
+from vision.decode import DecodedPhoto, decode_photo
 from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
                           TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
@@ -994,8 +994,8 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
                         larger: float = DOUBLE_FILL_DOUBT, beside: list[bool] | None = None) -> list[dict]:
     """At most one Double Keep per colour (C5): decided among the colour's keeps in the castle, not one by
     one. Keeps `beside` the castle are supply, read single and left out of the choice: a keep taken for
-    stacked out there (a false keep on the table, read from a 12-megapixel photo at full confidence) once
-    took its colour's Double Keep from the castle's, and a wrong answer followed.
+    stacked out there (a false keep on the table) once took its colour's Double Keep from the castle's,
+    and a wrong answer followed (session 33, a development reading of a 12-megapixel photo).
 
     Each keep says how much better two stacked keeps explain its blob than one. Judged alone, a
     Double Keep seen from high up or a little off in height often looks single, and several single
@@ -1682,9 +1682,6 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     settings: ReadingSettings = settings_from_profile(profile)  # the profile's pieces and colours
     with timer.stage("decode"):
         photo = _apply_profile(decode_photo(data, max_side=WORKING_SIDE), profile)
-    # The photo at its own size, for keeps' heights the working size cannot show; not where a camera
-    # profile removed the lens's distortion from the working image (the two would not line up).
-    full = FullPhoto(data, photo) if photo.focal_source != "profile" else None
     cues = PhotoCues(photo)  # shared by every reading below
     # Each set of pixel models in turn (vision.pixels.READINGS) until a reading is answered: they fail
     # on different photos, and each reading's confidence is judged on its own, but a second look is
@@ -1696,7 +1693,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     attempts: list[PixelModels | None] = list(PIXEL_READINGS)
     best: PhotoReading | None = None
     for n, pixels in enumerate(attempts):  # (the loop reaches an attempt appended while it runs)
-        reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n), full=full)
+        reading = _read_decoded(photo, cues, settings, timer, pixels=pixels, debug_dir=_attempt_dir(debug_dir, n))
         if reading.refusal is None:
             return reading
         if reading.refusal == NO_CASTLE and None not in attempts:
@@ -1730,9 +1727,9 @@ def _attempt_dir(debug_dir: str | None, attempt: int) -> str | None:
 
 
 def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSettings, timer: _Timer, *,
-                  pixels: PixelModels | None, debug_dir: str | None, full: FullPhoto | None = None) -> PhotoReading:
+                  pixels: PixelModels | None, debug_dir: str | None) -> PhotoReading:
     """Every stage after decoding, with the grey and keep pixels found by the `pixels` models or, when
-    None, by the colour rules; keeps' heights are read on the `full` photo where the working size is too small."""
+    None, by the colour rules."""
     with timer.stage("masks"):
         masks = compute_masks(photo.bgr, keep_lab=settings.keep_lab, learned=pixels is not None, pixels=pixels, layers=cues.layers)
         region = castle_region(masks.grey)
@@ -1761,7 +1758,7 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
     if fit is not None:
         with timer.stage("keeps"):
             keeps = find_keeps(fit.cam, masks.keep_label, fit.dims, ground=(masks.table_like >= 0.08) | masks.grey,
-                               castle=castle_hull(region), occluders=_occluders(fit, masks.grey), full=full)
+                               castle=castle_hull(region), occluders=_occluders(fit, masks.grey))
         with timer.stage("score"):
             rule_notes = resolve_with_rules(fit, keeps)
             rule_notes += settle_with_the_counts(fit, keeps)
