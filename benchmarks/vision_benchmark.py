@@ -219,7 +219,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
 
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
-    from vision.pipeline import marked_on_guess
+    from vision.pipeline import pieces_to_check
 
     cv2.setNumThreads(1)  # the target is seconds per photo on one core
     truth_json = json.loads(p.with_suffix(".json").read_text())
@@ -252,8 +252,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
             row["corrections"] = corrections(row["pieces"])
             if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
                 guess = reading.to_json().get("tentative_castle") or {}
-                marked = marked_on_guess(guess)
-                row["marked"] = len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
+                row["marked"] = pieces_to_check(guess)
                 wrong = wrong_keeps(castle, truth)  # the keeps a player must fix: which of them were marked
                 row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("check")), len(wrong)]
                 row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)

@@ -295,50 +295,31 @@ def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Di
             per_h = _best_fits(cam, blob, (cents[k][0], cents[k][1]), tuple(stats[k, :4]), half, h1, occluders)
             if not per_h:
                 continue
-            height = _height_from_fits(cam, per_h, h1)
-            if height.iou < 0.3:
+            double = max(per_h, key=lambda d: per_h[d][0])
+            iou, at, poly, in_view = per_h[double]
+            other = per_h.get(not double, (0.0,))[0]
+            if iou < 0.3:
                 continue  # a coloured speck or a card, not a keep-shaped thing
-            if not 0.35 <= area / max(1.0, per_h[height.double][3]) <= 1.8:
+            if not 0.35 <= area / max(1.0, in_view) <= 1.8:
                 continue  # far bigger or smaller than a keep there would look: the box, a card
-            single_area = cv2.contourArea(per_h[False][2].astype(np.float32))
-            double_area = cv2.contourArea(per_h[True][2].astype(np.float32))
-            found.append(FoundKeep(colour, height.at, height.double, height.confidence,
-                                   (float(cents[k][0]), float(cents[k][1])), height.outline, height.stacked,
+            lead = iou - other - (DOUBLE_LEAD if double else 0.0)
+            conf = float(shape_confidence(iou) * np.clip(lead / 0.2 + 0.4, 0, 1))
+            # Seen from straight above, a Double Keep differs from a single one only by how far its top
+            # leans; where that difference is a few pixels the height cannot be told, so say so.
+            lean = np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]])))
+            by_lean = float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0))
+            doubt = "little lean" if by_lean < conf else ""
+            conf = min(conf, by_lean)
+            stacked = per_h[True][0] - per_h[False][0] if len(per_h) == 2 else (1.0 if double else -1.0)
+            single_area = cv2.contourArea(per_h[False][2].astype(np.float32)) if False in per_h else 0.0
+            double_area = cv2.contourArea(per_h[True][2].astype(np.float32)) if True in per_h else 0.0
+            found.append(FoundKeep(colour, (float(at[0]), float(at[1])), double, conf,
+                                   (float(cents[k][0]), float(cents[k][1])), poly, float(stacked),
                                    fill=float(area / single_area) if single_area > 0 else 1.0,
-                                   lean=height.lean, iou=height.iou,
+                                   lean=float(lean), iou=float(iou),
                                    double_fill=float(double_area / single_area) if single_area > 0 else 1.0,
-                                   doubt=height.doubt))
+                                   doubt=doubt))
     return _merge_fragments(found, 2.5 * half)
-
-
-@dataclass(frozen=True)
-class _HeightReading:
-    """Single or double as a blob's best single and stacked silhouettes tell it (_height_from_fits)."""
-
-    double: bool
-    confidence: float
-    stacked: float  # the stacked silhouette's IoU less the single one's
-    iou: float  # the chosen silhouette's
-    at: tuple[float, float]
-    outline: np.ndarray
-    lean: float  # pixels between where a single and a Double Keep's top would be seen there
-    doubt: str
-
-
-def _height_from_fits(cam: Camera, per_h: dict[bool, tuple[float, np.ndarray, np.ndarray, int]], h1: float) -> _HeightReading:
-    """Read a keep's height from _best_fits: the silhouette that covers the blob better, as surely as
-    its lead and the keep's lean allow."""
-    double = max(per_h, key=lambda d: per_h[d][0])
-    iou, at, poly, _ = per_h[double]
-    lead = iou - per_h[not double][0] - (DOUBLE_LEAD if double else 0.0)
-    conf = float(shape_confidence(iou) * np.clip(lead / 0.2 + 0.4, 0, 1))
-    # Seen from straight above, a Double Keep differs from a single one only by how far its top
-    # leans; where that difference is a few pixels the height cannot be told, so say so.
-    lean = float(np.linalg.norm(cam.project(np.array([[at[0], at[1], 2 * h1]])) - cam.project(np.array([[at[0], at[1], h1]]))))
-    by_lean = float(np.clip(lean / MIN_LEAN_PX, 0.2, 1.0))
-    doubt = "little lean" if by_lean < conf else ""
-    return _HeightReading(double, min(conf, by_lean), float(per_h[True][0] - per_h[False][0]), float(iou),
-                          (float(at[0]), float(at[1])), poly, lean, doubt)
 
 
 def _keep_areas(cam: Camera, centroids: np.ndarray, half: float, height: float) -> np.ndarray:

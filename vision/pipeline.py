@@ -204,6 +204,13 @@ def marked_on_guess(guess: dict) -> dict[str, list]:
             "absent_towers": list(guess.get("unsure_absent_towers") or [])}
 
 
+def pieces_to_check(guess: dict) -> int:
+    """How many of a guess's pieces it marks to check (keeps, walls and towers; not the places it barely saw
+    empty), as the command line and the benchmark count them."""
+    marked = marked_on_guess(guess)
+    return len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
+
+
 class _Timer:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
@@ -1193,8 +1200,8 @@ class Assessment:
 def keeps_beside_the_castle(fit: Fit, keeps: list[FoundKeep], margin: float = 0.1) -> list[bool]:
     """For each keep, whether it stands outside the outline (convex hull) of the decided pieces: a
     keep there is in no courtyard. (Conservative: a keep in the bay of an L-shaped castle is inside.)"""
-    points = [el.key for el, a in zip(fit.elements, fit.decision.active) if a and el.kind == "tower"]
-    points += [end for el, a in zip(fit.elements, fit.decision.active) if a and el.kind != "tower" for end in el.key]
+    points = [p for el, a in zip(fit.elements, fit.decision.active) if a
+              for p in ([el.key] if el.kind == "tower" else el.key)]
     if len(points) < 3:
         return [False] * len(keeps)
     outline = MultiPoint(points).convex_hull.buffer(margin)

@@ -46,10 +46,9 @@ def guess_hint(result: dict) -> str:
     guess = result.get("tentative_castle")
     if not guess:
         return ""
-    from vision.pipeline import marked_on_guess
+    from vision.pipeline import pieces_to_check
 
-    marked = marked_on_guess(guess)
-    to_check = len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
+    to_check = pieces_to_check(guess)
     return (f"The reader's unscored guess ({len(guess.get('towers', []))} towers, {len(guess.get('walls', []))} walls, "
             f"{len(guess.get('keeps', []))} keeps; {to_check} marked to check: \"check\", \"towers_to_check\") is "
             "\"tentative_castle\" in --json: "
