@@ -12,6 +12,7 @@ balance, so a warm lamp does not turn yellow into red.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from functools import cached_property
 from typing import Mapping, Sequence
 
@@ -158,6 +159,11 @@ class ColourLayers:
         """The pixel models' features (learned_features), computed once however many models read them."""
         return learned_features(self)[0]
 
+    @cached_property
+    def each_model(self) -> dict[Path, np.ndarray]:
+        """Each pixel model file's probabilities on `features`, filled as readings ask for them."""
+        return {}
+
 
 def colour_layers(bgr: np.ndarray, *, chroma_grey: float = 16.0, table_thr: float = 0.08) -> ColourLayers:
     """Sample the table on the photo's border, white-balance on the grey plastic, and say per pixel
@@ -194,7 +200,7 @@ def learned_features(layers: ColourLayers) -> tuple[np.ndarray, float]:
 def learned_probabilities(layers: ColourLayers, pixels: PixelModels | None = None) -> np.ndarray:
     """(H, W, 3) probabilities of other / grey / keep at the photo's working size, by the `pixels`
     models (vision.pixels.READINGS[0] by default)."""
-    probs = class_probabilities(layers.features, pixels)
+    probs = class_probabilities(layers.features, pixels, each_model=layers.each_model)
     h, w = layers.lab.shape[:2]
     return cv2.resize(probs, (w, h), interpolation=cv2.INTER_LINEAR)
 

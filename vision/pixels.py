@@ -53,6 +53,9 @@ class PixelModels:
 # honest unseen35, one wrongly (session 30): not taken.
 SHIPPED_READINGS = (PixelModels((SHIPPED_MODEL, SHIPPED_NET), (SHIPPED_MODEL,)),
                     PixelModels((SHIPPED_MODEL,), (SHIPPED_MODEL,)))
+# The network alone for the grey plastic, read first instead of the mean where the perceptron vetoed
+# much of what the network sees as plastic in the castle (vision.pipeline.pixels_to_read_first).
+NETWORK_FOR_GREY = PixelModels((SHIPPED_NET,), (SHIPPED_MODEL,))
 
 
 def _paths(variable: str) -> tuple[Path, ...]:
@@ -182,14 +185,20 @@ def pixel_features(lab: np.ndarray, hsv: np.ndarray, table_like: np.ndarray, tab
     return np.stack(feats, axis=2).astype(np.float32)
 
 
-def class_probabilities(features: np.ndarray, models: Sequence[PixelModel | PixelNet] | PixelModels | None = None) -> np.ndarray:
+def class_probabilities(features: np.ndarray, models: Sequence[PixelModel | PixelNet] | PixelModels | None = None,
+                        each_model: dict[Path, np.ndarray] | None = None) -> np.ndarray:
     """(H, W, F) features -> (H, W, len(CLASSES)) probabilities: the mean of the given models', or, for
-    PixelModels (by default the first of READINGS), grey from its grey models and keeps from its keep models."""
+    PixelModels (by default the first of READINGS), grey from its grey models and keeps from its keep models.
+    `each_model`, when given, holds each model file's probabilities for these features, computed once
+    however many readings combine them."""
     if models is None:
         models = READINGS[0]
     if not isinstance(models, PixelModels):
         return sum(_probabilities(features, m) for m in models) / len(models)
-    each = {p: _probabilities(features, load_model(p)) for p in dict.fromkeys(models.grey + models.keep)}
+    each = each_model if each_model is not None else {}
+    for p in dict.fromkeys(models.grey + models.keep):
+        if p not in each:
+            each[p] = _probabilities(features, load_model(p))
     probs = sum(each[p] for p in models.grey) / len(models.grey)
     if models.keep != models.grey:
         probs[:, :, 2] = sum(each[p][:, :, 2] for p in models.keep) / len(models.keep)
