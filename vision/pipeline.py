@@ -237,17 +237,17 @@ def castle_region(grey: np.ndarray) -> np.ndarray:
     """The cluster of grey pixels that is the castle, dilated a little; clutter elsewhere drops out.
 
     Grey pixels within 2 % of the photo's side are joined into clusters. The castle is the cluster
-    with the most *thin* grey pixels (those a disk twice that size cannot cover: walls and towers),
+    with the most *thin* grey pixels (those a square twice that size cannot cover: walls and towers),
     not the biggest: a game box or a card beside the castle can be as grey and as big, but is solid."""
     h, w = grey.shape
     k = max(3, int(round(0.02 * max(h, w))))
     grey8 = grey.astype(np.uint8)
-    disk = lambda d: cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d))  # noqa: E731
-    closed = cv2.morphologyEx(grey8, cv2.MORPH_CLOSE, disk(k))
+    closed = cv2.morphologyEx(grey8, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
     n, lab = cv2.connectedComponents(closed)
     if n <= 1:
         return np.zeros_like(grey)
-    thin = grey & ~cv2.morphologyEx(grey8, cv2.MORPH_OPEN, disk(2 * k + 1)).astype(bool)
+    # (A square, not a disk: as telling, and some twenty times faster.)
+    thin = grey & ~cv2.morphologyEx(grey8, cv2.MORPH_OPEN, np.ones((2 * k + 1, 2 * k + 1), np.uint8)).astype(bool)
     thin_px = np.bincount(lab[thin], minlength=n)
     grey_px = np.bincount(lab[grey], minlength=n)
     thin_px[0] = grey_px[0] = 0
