@@ -12,8 +12,8 @@ balance, so a warm lamp does not turn yellow into red.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from functools import cached_property
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import cv2

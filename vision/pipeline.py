@@ -1716,7 +1716,8 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
     attempts: list[PixelModels | None] = list(PIXEL_READINGS)
     with timer.stage("masks"):
         first = pixels_to_read_first(cues, attempts[0])
-    if first != attempts[0]:
+    network_first = first != attempts[0]
+    if network_first:
         attempts.insert(0, first)  # where it is refused, the usual first reading still follows
     best: PhotoReading | None = None
     for n, pixels in enumerate(attempts):  # (the loop reaches an attempt appended while it runs)
@@ -1725,7 +1726,7 @@ def read_photo(data: bytes, *, profile=None, debug_dir: str | None = None) -> Ph
             return reading
         if reading.refusal == NO_CASTLE and None not in attempts:
             attempts.append(None)
-        elif not (n == 0 and first != PIXEL_READINGS[0]) and not _worth_another_look(reading):
+        elif not (network_first and n == 0) and not _worth_another_look(reading):
             attempts[n + 1:] = [a for a in attempts[n + 1:] if a is None]  # no other models, the colour rules may stay
         if best is None or best.refusal == NO_CASTLE or reading.confidence > best.confidence:
             best = reading
