@@ -200,21 +200,13 @@ class PhotoReading:
         return castle_json
 
 
-def marked_on_guess(guess: dict) -> dict[str, list]:
-    """What a refused reading's guess (`tentative_castle` in its JSON) asks a player to check: its keeps
-    and walls marked `check`, its `towers_to_check`, and the wall steps and towers it barely saw absent."""
-    return {"keeps": [k for k in guess.get("keeps", []) if k.get("check")],
-            "walls": [w for w in guess.get("walls", []) if w.get("check")],
-            "towers": list(guess.get("towers_to_check") or []),
-            "absent_walls": list(guess.get("unsure_absent_walls") or []),
-            "absent_towers": list(guess.get("unsure_absent_towers") or [])}
-
-
 def pieces_to_check(guess: dict) -> int:
-    """How many of a guess's pieces it marks to check (keeps, walls and towers; not the places it barely saw
-    empty), as the command line and the benchmark count them."""
-    marked = marked_on_guess(guess)
-    return len(marked["keeps"]) + len(marked["walls"]) + len(marked["towers"])
+    """How many of a refused reading's guessed pieces (`tentative_castle` in its JSON) it asks a player to
+    check: keeps and walls marked `check`, and its `towers_to_check` (not the places it barely saw empty),
+    as the command line and the benchmark count them. (The web app's result page marks the same pieces,
+    webapp.service.unsure_guess, without loading the reader.)"""
+    marked = [piece for piece in guess.get("keeps", []) + guess.get("walls", []) if piece.get("check")]
+    return len(marked) + len(guess.get("towers_to_check") or [])
 
 
 class _Timer:
@@ -248,10 +240,9 @@ def castle_region(grey: np.ndarray) -> np.ndarray:
         return np.zeros_like(grey)
     # (A square, not a disk: as telling, and some twenty times faster.)
     thin = grey & ~cv2.morphologyEx(grey8, cv2.MORPH_OPEN, np.ones((2 * k + 1, 2 * k + 1), np.uint8)).astype(bool)
-    thin_px = np.bincount(lab[thin], minlength=n)
-    grey_px = np.bincount(lab[grey], minlength=n)
-    thin_px[0] = grey_px[0] = 0
-    castle = int(np.argmax(thin_px)) if thin_px.any() else int(np.argmax(grey_px))
+    by_cluster = np.bincount(lab[thin] if thin.any() else lab[grey], minlength=n)  # all solid: the biggest
+    by_cluster[0] = 0
+    castle = int(np.argmax(by_cluster))
     return cv2.dilate((lab == castle).astype(np.uint8), np.ones((k, k), np.uint8)).astype(bool)
 
 

@@ -166,8 +166,9 @@ def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader
 def unsure_guess(adj: Adjudication) -> tuple[dict, dict] | None:
     """For a refused photo nobody has corrected yet: the castle the reader made of it anyway, and the
     pieces it asks to check (marked `check`, its `towers_to_check`, and the wall steps and towers it barely
-    saw absent), to be checked and saved by the player. None when there is no such guess. (The selection is
-    vision.pipeline.marked_on_guess's, written out here so the app serves stored results without the reader.)"""
+    saw absent), to be checked and saved by the player. None when there is no such guess. (Read here from the
+    stored JSON, not through vision.pipeline, so the app serves stored results without the reader;
+    vision.pipeline.pieces_to_check counts the same marks for the command line.)"""
     guess = (adj.reading or {}).get("tentative_castle")
     if adj.castle is not None or not isinstance(guess, dict):
         return None
