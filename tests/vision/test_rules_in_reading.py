@@ -267,6 +267,26 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
+def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # Towards the castle's edges the fitted lattice can stand a few pixels off the pieces: here the far
+    # half of the long wall from (0,0) lies 0.22 of a step across from its lattice place (more than a
+    # wall's thickness), so at that place the photo shows mostly table.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    near_half = ((0.5 + d.tower_half / 2, 0.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
+    far_half = ((1.5 - d.tower_half / 2, 0.22), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, near_half, far_half], {(0, 0): True, ((0, 0), (1, 0)): True})
+    notes = complete_long_walls(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
+    assert "[1, 0]" in notes[0]["message"]
+    # A wall one step over, alongside, is not taken for the far half: nothing stands beyond (1,0).
+    beside = ((1.5 - d.tower_half / 2, 1.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, near_half, beside], {(0, 0): True, ((0, 0), (1, 0)): True})
+    assert complete_long_walls(fit, []) == []
+
+
 def test_a_long_walls_far_half_is_completed_where_another_wall_ends_free_across_it():
     from vision.pipeline import build_castle, complete_long_walls
 
