@@ -287,6 +287,28 @@ def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
     assert complete_long_walls(fit, []) == []
 
 
+def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_read():
+    from vision.pipeline import build_castle, complete_long_walls
+
+    # The long wall from the tower at (0,0) to (2,0) was read as a short wall from (1,0) to (2,0), free at
+    # both ends; the photo shows the half by the tower as well.
+    d = Dims()
+    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
+    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((1, 0), (2, 0)): True})
+    notes = complete_long_walls(fit, [])
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
+    assert "[1, 0]" in notes[0]["message"]
+    # Where the photo shows nothing there, it stays a short wall, however weakly the fit ruled the half out:
+    # such a half is never taken on the piece counts alone.
+    far_half = ((1.5 - d.tower_half / 2, 0.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
+    fit = _top_down_fit([tower, far_half], {(0, 0): True, ((1, 0), (2, 0)): True})
+    half = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    fit.decision.margin[half] = 0.05  # (the photo rules out a tower at (1,0) more clearly: 0.9)
+    assert complete_long_walls(fit, []) == []
+    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((1, 0), (2, 0))]
+
+
 def test_a_long_walls_far_half_is_completed_where_another_wall_ends_free_across_it():
     from vision.pipeline import build_castle, complete_long_walls
 
