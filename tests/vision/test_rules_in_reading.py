@@ -247,62 +247,64 @@ def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) ->
                sites=[], weight=weight, shape=shape)
 
 
+# A tower at (0,0) and the long wall from it ending free at (2,0), as they stand (centre, half extents, height).
+TOWER = ((0.0, 0.0), (Dims().tower_half, Dims().tower_half), Dims().tower_h)
+LONG_WALL = ((1.0, 0.0), (1.0 - Dims().tower_half, Dims().wall_half), Dims().wall_h)
+
+
+def _half_of_the_long_wall(far: bool, across: float = 0.0) -> tuple:
+    """The half of LONG_WALL by the tower or beyond its middle, `across` lattice steps off its line."""
+    d = Dims()
+    along = 1.5 - d.tower_half / 2 if far else 0.5 + d.tower_half / 2
+    return (along, across), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h
+
+
+def _read_as_the_long_wall(fit: Fit) -> bool:
+    """complete_long_walls made the fit's one wall LONG_WALL, and said so."""
+    from vision.pipeline import build_castle, complete_long_walls
+
+    notes = complete_long_walls(fit, [])
+    return [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))] and "[1, 0]" in notes[0]["message"]
+
+
 def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     from vision.pipeline import build_castle, complete_long_walls
 
-    # A long wall from the tower at (0,0) ending free at (2,0): it stands from the tower's face to a
-    # tower's half-width short of (2,0), so the box over the whole step counted table against its far
-    # half, which was decided absent (margin 0.9). Judged as it stands, the half shows plastic.
-    d = Dims()
-    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
-    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
-    notes = complete_long_walls(fit, [])
-    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
-    assert "[1, 0]" in notes[0]["message"]
+    # It stands from the tower's face to a tower's half-width short of (2,0), so the box over the whole
+    # step counted table against its far half, which was decided absent (margin 0.9). Judged as it
+    # stands, the half shows plastic.
+    assert _read_as_the_long_wall(_top_down_fit([TOWER, LONG_WALL], {(0, 0): True, ((0, 0), (1, 0)): True}))
     # A short wall ending free at (1,0): nothing stands beyond, and nothing is added.
+    d = Dims()
     short_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    fit = _top_down_fit([TOWER, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
     assert complete_long_walls(fit, []) == []
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
 
 def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.pipeline import complete_long_walls
 
     # Towards the castle's edges the fitted lattice can stand a few pixels off the pieces: here the far
-    # half of the long wall from (0,0) lies 0.22 of a step across from its lattice place (more than a
-    # wall's thickness), so at that place the photo shows mostly table.
-    d = Dims()
-    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
-    near_half = ((0.5 + d.tower_half / 2, 0.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
-    far_half = ((1.5 - d.tower_half / 2, 0.22), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, near_half, far_half], {(0, 0): True, ((0, 0), (1, 0)): True})
-    notes = complete_long_walls(fit, [])
-    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
-    assert "[1, 0]" in notes[0]["message"]
+    # half lies 0.22 of a step across from its lattice place (more than a wall's thickness), so at that
+    # place the photo shows mostly table.
+    near_half, far_half = _half_of_the_long_wall(far=False), _half_of_the_long_wall(far=True, across=0.22)
+    assert _read_as_the_long_wall(_top_down_fit([TOWER, near_half, far_half], {(0, 0): True, ((0, 0), (1, 0)): True}))
     # A wall one step over, alongside, is not taken for the far half: nothing stands beyond (1,0).
-    beside = ((1.5 - d.tower_half / 2, 1.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, near_half, beside], {(0, 0): True, ((0, 0), (1, 0)): True})
+    beside = _half_of_the_long_wall(far=True, across=1.0)
+    fit = _top_down_fit([TOWER, near_half, beside], {(0, 0): True, ((0, 0), (1, 0)): True})
     assert complete_long_walls(fit, []) == []
 
 
 def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_read():
     from vision.pipeline import build_castle, complete_long_walls
 
-    # The long wall from the tower at (0,0) to (2,0) was read as a short wall from (1,0) to (2,0), free at
-    # both ends; the photo shows the half by the tower as well.
-    d = Dims()
-    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
-    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((1, 0), (2, 0)): True})
-    notes = complete_long_walls(fit, [])
-    assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))]
-    assert "[1, 0]" in notes[0]["message"]
+    # The long wall was read as a short wall from (1,0) to (2,0), free at both ends; the photo shows the
+    # half by the tower as well.
+    assert _read_as_the_long_wall(_top_down_fit([TOWER, LONG_WALL], {(0, 0): True, ((1, 0), (2, 0)): True}))
     # Where the photo shows nothing there, it stays a short wall, however weakly the fit ruled the half out:
     # such a half is never taken on the piece counts alone.
-    far_half = ((1.5 - d.tower_half / 2, 0.0), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h)
-    fit = _top_down_fit([tower, far_half], {(0, 0): True, ((1, 0), (2, 0)): True})
+    fit = _top_down_fit([TOWER, _half_of_the_long_wall(far=True)], {(0, 0): True, ((1, 0), (2, 0)): True})
     half = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
     fit.decision.margin[half] = 0.05  # (the photo rules out a tower at (1,0) more clearly: 0.9)
     assert complete_long_walls(fit, []) == []
