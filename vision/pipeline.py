@@ -888,8 +888,8 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     show too little (at least `min_view` of the box must be in view) or too weakly are left to the
     piece counts, as before: a wall may end free (G4), so such a half is taken where a tower stands
     beyond it and the photo rules out a tower at the free end more clearly than the missing half;
-    and, weakest first, as long as the
-    reading has more short walls and fewer long walls than the boxes in play hold. A half is never
+    and, weakest first, as long as the reading has more short walls and fewer long walls than the
+    boxes in play hold. A half is never
     taken where it would join another wall in line without a tower (G1); where another wall ends free across
     it at its far point (_ends_free) it may be: until session 29 that was barred too, and on dev27
     and dev28 allowing it made grey-piece errors 4,348 -> 4,328 and 3,501 -> 3,485 (8 and 9 photos better,
@@ -897,8 +897,8 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
 
     A short wall with both ends free and a tower one step beyond, in line, is a long wall from that tower
     whose near half was missed: that half is taken the same way where the photo shows it, never on the
-    counts alone. On unseen38-43 grey-piece errors 31,091 ->
-    31,055 (22 photos better, 6 worse; three more read with every grey piece right), the same answers.
+    counts alone. On unseen38-43 grey-piece errors 31,091 -> 31,055 (22 photos better, 6 worse; three
+    more read with every grey piece right), the same answers.
 
     With `as_counted` (once more after every rule step, when the walls' count is the castle's), halves
     are taken, strongest first, only as many as the reading has short walls over and long walls under
