@@ -923,15 +923,15 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
         half = index.get(("edge", tuple(sorted([end, far]))))
         # The half beyond a short wall from a tower; or the half by a tower, beyond a short wall with both
         # ends free (a long wall's far half).
-        lone = start not in towers and far in towers and ends.get(start) == [(-dx, -dy)]
-        if half is None or not (start in towers or lone):
+        by_its_tower = start not in towers and far in towers and ends.get(start) == [(-dx, -dy)]
+        if half is None or not (start in towers or by_its_tower):
             continue
         evidence, in_view = (0.0, 0.0) if cover is None else _evidence_nearby(
             fit, (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), d.wall_h, cover, (abs(dy), abs(dx)), min_view)
         open_far = _ends_free(ends.get(far, []), (dx, dy))
         if in_view >= min_view and evidence > 0 and (far in towers or open_far):
             seen.append((-evidence, half, end, far))
-        elif margin[half] > max_doubt or lone:
+        elif margin[half] > max_doubt or by_its_tower:
             continue
         elif far in towers:
             tower = index.get(("tower", end))
