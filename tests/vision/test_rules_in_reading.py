@@ -248,15 +248,15 @@ def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) ->
 
 
 # A tower at (0,0) and the long wall from it ending free at (2,0), as they stand (centre, half extents, height).
-TOWER = ((0.0, 0.0), (Dims().tower_half, Dims().tower_half), Dims().tower_h)
-LONG_WALL = ((1.0, 0.0), (1.0 - Dims().tower_half, Dims().wall_half), Dims().wall_h)
+_D = Dims()
+TOWER = ((0.0, 0.0), (_D.tower_half, _D.tower_half), _D.tower_h)
+LONG_WALL = ((1.0, 0.0), (1.0 - _D.tower_half, _D.wall_half), _D.wall_h)
 
 
 def _half_of_the_long_wall(far: bool, across: float = 0.0) -> tuple:
     """The half of LONG_WALL by the tower or beyond its middle, `across` lattice steps off its line."""
-    d = Dims()
-    along = 1.5 - d.tower_half / 2 if far else 0.5 + d.tower_half / 2
-    return (along, across), (0.5 - d.tower_half / 2, d.wall_half), d.wall_h
+    along = 1.5 - _D.tower_half / 2 if far else 0.5 + _D.tower_half / 2
+    return (along, across), (0.5 - _D.tower_half / 2, _D.wall_half), _D.wall_h
 
 
 def _read_as_the_long_wall(fit: Fit) -> bool:
@@ -275,8 +275,7 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     # stands, the half shows plastic.
     assert _read_as_the_long_wall(_top_down_fit([TOWER, LONG_WALL], {(0, 0): True, ((0, 0), (1, 0)): True}))
     # A short wall ending free at (1,0): nothing stands beyond, and nothing is added.
-    d = Dims()
-    short_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h)
+    short_wall = ((0.5, 0.0), (0.5 - _D.tower_half, _D.wall_half), _D.wall_h)
     fit = _top_down_fit([TOWER, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
     assert complete_long_walls(fit, []) == []
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
