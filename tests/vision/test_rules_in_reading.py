@@ -344,20 +344,42 @@ def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: 
                                      np.concatenate([fit.decision.margin, np.full(len(more), 0.9)]), 0.0))
 
 
-def test_after_the_rule_steps_a_long_walls_far_half_is_completed_only_as_the_counts_say():
+def _completed_after_the_rule_steps(fit: Fit, long_walls_elsewhere: int, short_walls_elsewhere: int) -> bool:
+    """complete_long_walls' last pass read the fit's wall from (0,0) as the long wall to (2,0), in a
+    castle of one set with that many more walls decided elsewhere (and all its towers)."""
     from vision.pipeline import build_castle, complete_long_walls
 
-    # The scene above, the long wall's far half decided absent, in a castle with one short wall too many
-    # and one long wall too few: completed. With the short walls' count right, it stays a short wall.
-    d = Dims()
-    tower = ((0.0, 0.0), (d.tower_half, d.tower_half), d.tower_h)
-    long_wall = ((1.0, 0.0), (1.0 - d.tower_half, d.wall_half), d.wall_h)
-    for short_walls_elsewhere, completed in ((30, True), (29, False)):
-        fit = _with_pieces_elsewhere(_top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True}),
-                                     31, 25, short_walls_elsewhere)
-        notes = complete_long_walls(fit, [], as_counted=True)
-        walls = {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
-        assert (((0, 0), (2, 0)) in walls) == completed and len(notes) == completed
+    fit = _with_pieces_elsewhere(fit, 31, long_walls_elsewhere, short_walls_elsewhere)
+    notes = complete_long_walls(fit, [], as_counted=True)
+    completed = ((0, 0), (2, 0)) in {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
+    assert len(notes) == completed
+    return completed
+
+
+def test_after_the_rule_steps_a_far_half_the_photo_shows_is_taken_while_the_boxes_hold_a_long_wall():
+    # The long wall's far half shows plastic but was decided absent: a long wall, whether or not the
+    # reading has a short wall too many (a castle need not use every short wall), as long as the boxes
+    # hold a long wall the reading has not used; with all 26 used, it stays a short wall.
+    def seen() -> Fit:
+        return _top_down_fit([TOWER, LONG_WALL], {(0, 0): True, ((0, 0), (1, 0)): True})
+
+    assert _completed_after_the_rule_steps(seen(), 25, 30)
+    assert _completed_after_the_rule_steps(seen(), 25, 29)
+    assert not _completed_after_the_rule_steps(seen(), 26, 29)
+
+
+def test_after_the_rule_steps_a_far_half_the_photo_does_not_show_is_completed_only_as_the_counts_say():
+    # Nothing stands beyond the short wall, but the fit barely ruled the far half out (margin 0.2): a long
+    # wall only where the reading has a short wall too many and a long wall too few.
+    def unseen() -> Fit:
+        short_wall = ((0.5, 0.0), (0.5 - _D.tower_half, _D.wall_half), _D.wall_h)
+        fit = _top_down_fit([TOWER, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+        far_half = next(i for i, el in enumerate(fit.elements) if el.key == ((1, 0), (2, 0)))
+        fit.decision.margin[far_half] = 0.2
+        return fit
+
+    assert _completed_after_the_rule_steps(unseen(), 25, 30)
+    assert not _completed_after_the_rule_steps(unseen(), 25, 29)
 
 
 def test_walls_the_rules_read_against_the_photo_are_the_ones_a_player_is_asked_to_check():
