@@ -490,8 +490,11 @@ def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_
     assert "from [0, 0] to [1, 0]" in notes[0]["message"] or "from [1, 0] to [0, 0]" in notes[0]["message"]
     wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
     assert fit.decision.active[wall] and abs(fit.decision.margin[wall]) < 0.1  # uncertain in the confidence
-    # Every short wall read already, a long wall short, or only table where the wall would stand: none is added.
-    for more, seen in (((30, 26, 30), plastic), ((30, 25, 29), plastic), ((30, 26, 29), towers)):
+    # A long wall missing as well: the short wall is read all the same.
+    fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, 25, 29)
+    assert len(add_walls_the_counts_miss(fit, [])) == 1 and fit.decision.active[wall]
+    # Every short wall read already, a long wall too many, or only table where the wall would stand: none is added.
+    for more, seen in (((30, 26, 30), plastic), ((30, 27, 29), plastic), ((30, 26, 29), towers)):
         fit = _with_pieces_elsewhere(_top_down_fit(seen, {(0, 0): True, (1, 0): True}), *more)
         assert add_walls_the_counts_miss(fit, []) == []
 
