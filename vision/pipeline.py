@@ -845,21 +845,22 @@ def _walls_the_count_asks_for(fit: Fit, keeps: list[FoundKeep], towers: set, max
     cands = sorted((float(margin[i]), i) for i, el in enumerate(fit.elements)
                    if el.kind == "edge" and not active[i] and len(el.idx) and margin[i] < max_margin
                    and (el.key[0] in towers or el.key[1] in towers))[:max_tries]
+
+    def problems_with(i: int) -> int:
+        active[i] = True
+        problems = _rule_problems(build_castle(fit, keeps)[0])
+        active[i] = False
+        return problems
+
     notes = []
     base = _rule_problems(castle)
     while missing > 0:
-        best = None
-        for m, i in cands:
-            if active[i]:
-                continue
-            active[i] = True
-            cost = _rule_problems(build_castle(fit, keeps)[0])
-            active[i] = False
-            if cost <= base and (best is None or (cost, m) < best[:2]):
-                best = (cost, m, i)
-        if best is None:
+        # The fewest rule problems, the weakest margin among equals; never one that adds a problem.
+        trials = [(problems_with(i), m, i) for m, i in cands if not active[i]]
+        allowed = [trial for trial in trials if trial[0] <= base]
+        if not allowed:
             break
-        base, _, i = best
+        base, _, i = min(allowed)
         missing -= 1
         active[i], margin[i] = True, 0.0
         fit.counted_against_photo.add(i)

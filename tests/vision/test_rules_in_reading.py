@@ -251,6 +251,9 @@ def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) ->
 _D = Dims()
 TOWER = ((0.0, 0.0), (_D.tower_half, _D.tower_half), _D.tower_h)
 LONG_WALL = ((1.0, 0.0), (1.0 - _D.tower_half, _D.wall_half), _D.wall_h)
+# The short wall from (0,0) to (1,0), and towers at both its ends.
+SHORT_WALL = ((0.5, 0.0), (0.5 - _D.tower_half, _D.wall_half), _D.wall_h)
+TWO_TOWERS = [((x, 0.0), (_D.tower_half, _D.tower_half), _D.tower_h) for x in (0.0, 1.0)]
 
 
 def _half_of_the_long_wall(far: bool, across: float = 0.0) -> tuple:
@@ -275,8 +278,7 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
     # stands, the half shows plastic.
     assert _read_as_the_long_wall(_top_down_fit([TOWER, LONG_WALL], {(0, 0): True, ((0, 0), (1, 0)): True}))
     # A short wall ending free at (1,0): nothing stands beyond, and nothing is added.
-    short_wall = ((0.5, 0.0), (0.5 - _D.tower_half, _D.wall_half), _D.wall_h)
-    fit = _top_down_fit([TOWER, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+    fit = _top_down_fit([TOWER, SHORT_WALL], {(0, 0): True, ((0, 0), (1, 0)): True})
     assert complete_long_walls(fit, []) == []
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (1, 0))]
 
@@ -372,8 +374,7 @@ def test_after_the_rule_steps_a_far_half_the_photo_does_not_show_is_completed_on
     # Nothing stands beyond the short wall, but the fit barely ruled the far half out (margin 0.2): a long
     # wall only where the reading has a short wall too many and a long wall too few.
     def unseen() -> Fit:
-        short_wall = ((0.5, 0.0), (0.5 - _D.tower_half, _D.wall_half), _D.wall_h)
-        fit = _top_down_fit([TOWER, short_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
+        fit = _top_down_fit([TOWER, SHORT_WALL], {(0, 0): True, ((0, 0), (1, 0)): True})
         far_half = next(i for i, el in enumerate(fit.elements) if el.key == ((1, 0), (2, 0)))
         fit.decision.margin[far_half] = 0.2
         return fit
@@ -479,11 +480,8 @@ def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_
 
     # Two towers, the short wall between them seen at half certainty and decided absent; elsewhere the
     # rest of one set: 30 towers, all 26 long walls and 29 short walls. One short wall is missing.
-    d = Dims()
-    towers = [((x, 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0.0, 1.0)]
-    faint_wall = ((0.5, 0.0), (0.5 - d.tower_half, d.wall_half), d.wall_h, 0.0)
-    plastic = towers + [faint_wall]
-    fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, 26, 29)
+    plastic = TWO_TOWERS + [SHORT_WALL + (0.0,)]
+    fit = _two_towers_in_a_set(plastic)
     assert build_castle(fit, [])[0].pieces_left() == {"towers": 0, "short walls": 1, "long walls": 0}
     notes = add_walls_the_counts_miss(fit, [])
     assert build_castle(fit, [])[0].pieces_left()["short walls"] == 0 and len(notes) == 1
@@ -491,23 +489,21 @@ def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_
     wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
     assert fit.decision.active[wall] and abs(fit.decision.margin[wall]) < 0.1  # uncertain in the confidence
     # A long wall missing as well: the short wall is read all the same.
-    fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, 25, 29)
+    fit = _two_towers_in_a_set(plastic, long_walls=25)
     assert len(add_walls_the_counts_miss(fit, [])) == 1 and fit.decision.active[wall]
     # Every short wall read already, a long wall too many, or only table where the wall would stand: none is added.
-    for more, seen in (((30, 26, 30), plastic), ((30, 27, 29), plastic), ((30, 26, 29), towers)):
-        fit = _with_pieces_elsewhere(_top_down_fit(seen, {(0, 0): True, (1, 0): True}), *more)
-        assert add_walls_the_counts_miss(fit, []) == []
+    for seen, more in ((plastic, {"short_walls": 30}), (plastic, {"long_walls": 27}), (TWO_TOWERS, {})):
+        assert add_walls_the_counts_miss(_two_towers_in_a_set(seen, **more), []) == []
 
 
-def _one_short_wall_missing(margins: dict) -> Fit:
-    """Towers at (0,0) and (1,0) with only table between and around them, in the rest of one set (30
-    towers, all 26 long walls, 29 short walls): one short wall is missing. `margins`: step -> how clearly
-    the decision ruled it out (the others 0.9)."""
-    d = Dims()
-    towers = [((x, 0.0), (d.tower_half, d.tower_half), d.tower_h) for x in (0.0, 1.0)]
-    fit = _with_pieces_elsewhere(_top_down_fit(towers, {(0, 0): True, (1, 0): True}), 30, 26, 29)
+def _two_towers_in_a_set(plastic: list[tuple], *, long_walls: int = 26, short_walls: int = 29,
+                         margins: dict | None = None) -> Fit:
+    """TWO_TOWERS decided, `plastic` seen, in the rest of one set: 30 more towers and that many long and
+    short walls (by default all 26 long walls and 29 short walls: one short wall missing). `margins`: step ->
+    how clearly the decision ruled it out (the others 0.9)."""
+    fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, long_walls, short_walls)
     for i, el in enumerate(fit.elements):
-        if el.key in margins:
+        if el.key in (margins or {}):
             fit.decision.margin[i] = margins[el.key]
     return fit
 
@@ -519,7 +515,7 @@ def test_a_wall_between_towers_barely_ruled_out_is_read_where_the_count_still_la
     # 0.05; the self-check may have put it there): read as present, uncertain. Ruled out clearly (margin
     # 0.9), it stays out.
     for ruled_out_by, read in ((0.05, True), (0.9, False)):
-        fit = _one_short_wall_missing({((0, 0), (1, 0)): ruled_out_by})
+        fit = _two_towers_in_a_set(TWO_TOWERS, margins={((0, 0), (1, 0)): ruled_out_by})
         wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
         notes = add_walls_the_counts_miss(fit, [])
         assert bool(fit.decision.active[wall]) == read and len(notes) == read
@@ -533,7 +529,7 @@ def test_the_short_wall_the_count_lacks_is_read_on_the_step_from_a_tower_the_pho
 
     # Of the steps from the two towers, the one to the free point (2,0) was ruled out the least (0.3; the
     # step from (0,0) to (0,1) 0.4): it is read, and only it, although neither was barely ruled out.
-    fit = _one_short_wall_missing({((1, 0), (2, 0)): 0.3, ((0, 0), (0, 1)): 0.4})
+    fit = _two_towers_in_a_set(TWO_TOWERS, margins={((1, 0), (2, 0)): 0.3, ((0, 0), (0, 1)): 0.4})
     notes = add_walls_the_counts_miss(fit, [])
     walls = {(w.a, w.b) for w in build_castle(fit, [])[0].walls}
     assert ((1, 0), (2, 0)) in walls and ((0, 0), (0, 1)) not in walls and len(notes) == 1
