@@ -248,6 +248,11 @@ def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) ->
 
 
 # A tower at (0,0) and the long wall from it ending free at (2,0), as they stand (centre, half extents, height).
+def _index(fit: Fit, key: tuple) -> int:
+    """The fit's element (site or edge) at lattice `key`."""
+    return next(i for i, el in enumerate(fit.elements) if el.key == key)
+
+
 _D = Dims()
 TOWER = ((0.0, 0.0), (_D.tower_half, _D.tower_half), _D.tower_h)
 LONG_WALL = ((1.0, 0.0), (1.0 - _D.tower_half, _D.wall_half), _D.wall_h)
@@ -306,7 +311,7 @@ def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_rea
     # Where the photo shows nothing there, it stays a short wall, however weakly the fit ruled the half out:
     # such a half is never taken on the piece counts alone.
     fit = _top_down_fit([TOWER, _half_of_the_long_wall(far=True)], {(0, 0): True, ((1, 0), (2, 0)): True})
-    half = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    half = _index(fit, ((0, 0), (1, 0)))
     fit.decision.margin[half] = 0.05  # (the photo rules out a tower at (1,0) more clearly: 0.9)
     assert complete_long_walls(fit, []) == []
     assert [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((1, 0), (2, 0))]
@@ -375,7 +380,7 @@ def test_after_the_rule_steps_a_far_half_the_photo_does_not_show_is_completed_on
     # wall only where the reading has a short wall too many and a long wall too few.
     def unseen() -> Fit:
         fit = _top_down_fit([TOWER, SHORT_WALL], {(0, 0): True, ((0, 0), (1, 0)): True})
-        far_half = next(i for i, el in enumerate(fit.elements) if el.key == ((1, 0), (2, 0)))
+        far_half = _index(fit, ((1, 0), (2, 0)))
         fit.decision.margin[far_half] = 0.2
         return fit
 
@@ -399,7 +404,7 @@ def test_walls_the_rules_read_against_the_photo_are_the_ones_a_player_is_asked_t
     # A wall the photo clearly shows, read absent by a rule step: among the walls the page dashes as
     # likely missing, while the clearly absent steps are not.
     fit = _top_down_fit([tower, long_wall], {(0, 0): True, ((0, 0), (1, 0)): True})
-    near_half = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    near_half = _index(fit, ((0, 0), (1, 0)))
     fit.decision.active[near_half] = False
     assert _unsure_absent_walls(fit, (0, 0)) == [((0, 0), (1, 0))]
     assert fit.decision.evidence()[near_half] == -fit.decision.margin[near_half] < 0
@@ -486,7 +491,7 @@ def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_
     notes = add_walls_the_counts_miss(fit, [])
     assert build_castle(fit, [])[0].pieces_left()["short walls"] == 0 and len(notes) == 1
     assert "from [0, 0] to [1, 0]" in notes[0]["message"] or "from [1, 0] to [0, 0]" in notes[0]["message"]
-    wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+    wall = _index(fit, ((0, 0), (1, 0)))
     assert fit.decision.active[wall] and abs(fit.decision.margin[wall]) < 0.1  # uncertain in the confidence
     # A long wall missing as well: the short wall is read all the same.
     fit = _two_towers_in_a_set(plastic, long_walls=25)
@@ -502,9 +507,8 @@ def _two_towers_in_a_set(plastic: list[tuple], *, long_walls: int = 26, short_wa
     short walls (by default all 26 long walls and 29 short walls: one short wall missing). `margins`: step ->
     how clearly the decision ruled it out (the others 0.9)."""
     fit = _with_pieces_elsewhere(_top_down_fit(plastic, {(0, 0): True, (1, 0): True}), 30, long_walls, short_walls)
-    for i, el in enumerate(fit.elements):
-        if el.key in (margins or {}):
-            fit.decision.margin[i] = margins[el.key]
+    for key, margin in (margins or {}).items():
+        fit.decision.margin[_index(fit, key)] = margin
     return fit
 
 
@@ -516,7 +520,7 @@ def test_a_wall_between_towers_barely_ruled_out_is_read_where_the_count_still_la
     # 0.9), it stays out.
     for ruled_out_by, read in ((0.05, True), (0.9, False)):
         fit = _two_towers_in_a_set(TWO_TOWERS, margins={((0, 0), (1, 0)): ruled_out_by})
-        wall = next(i for i, el in enumerate(fit.elements) if el.key == ((0, 0), (1, 0)))
+        wall = _index(fit, ((0, 0), (1, 0)))
         notes = add_walls_the_counts_miss(fit, [])
         assert bool(fit.decision.active[wall]) == read and len(notes) == read
         assert build_castle(fit, [])[0].pieces_left()["short walls"] == (0 if read else 1)
