@@ -110,22 +110,19 @@ KEEP_DOUBT = 0.5  # a keep read with less confidence than this counts as uncerta
 # 66 % at 16 (0.9: 72 % at 18; beyond, wrong keeps read at full confidence: a wrong lattice).
 CHECK_WALL = 0.5
 CHECK_KEEP = 0.8
-# A keep read double counts as read surely only from this confidence (below it, down to DOUBLE_DOUBT, as a weak keep): a
-# Double Keep doubles a courtyard's points, and keeps read double by their outline are single far more often than keeps
-# read weakly otherwise (about 1 in 14).
+# A keep read double counts as read surely only from this confidence: a Double Keep doubles a courtyard's points,
+# and keeps read double by their outline are single far more often than keeps read weakly otherwise (about 1 in 14).
 # Over the readings of dev unseen26 and unseen27 (350 photos, session 27; 466 keeps read double by outline), those read
 # at 0.5-0.7 were single 10 times of 38 (two answers wrong, at 1.0 and 0.85, from one of them each), at 0.7-0.9 7 of 40,
 # at 0.9 or more 16 of 271; below 0.5 (weighed as doubts since session 20, when 24 of 138 were single) 63 of 117.
 DOUBLE_SURE = 0.7
 # Below this a keep read double is a height in doubt (HEIGHT_DOUBT); from it up to DOUBLE_SURE it weighs as a weak
-# keep (WEAK_KEEP), and from it, read by its outline with no other doubt, it settles its colour's other keeps as
-# single (C5; choose_double_keeps). Session 38, over the readings at 50-90 degrees of dev unseen38-45 (499 photos,
-# 672 keeps read double by their outline): with no other doubt, those at 0.35-0.5 were all double (26), at 0.2-0.35
-# single once in 24, under 0.2 5 times in 22; at 0.5-0.7 single 6 times in 71, none in a reading above 0.01 (34);
-# at 0.7-0.9 3 in 87. Keeps read single below KEEP_DOUBT, which weigh WEAK_KEEP, were wrong 25 times in 246. Weighed
-# as doubts (session 27, when they were single one time in four), they refused right answers: dev unseen42
-# photo_015 and unseen44 photo_046 had every piece right and a Double Keep read at 0.57-0.60.
-DOUBLE_DOUBT = 0.35
+# keep (WEAK_KEEP). Session 38, over the readings at 50-90 degrees of dev unseen38-45 (499 photos, 672 keeps read
+# double by their outline): at 0.5-0.7 single 5 times of 70, all 5 in readings refused at under 0.01 for their
+# pieces (0 of 52 at 0.4-0.6), at 0.7-0.9 3 of 87; keeps read single below KEEP_DOUBT, which weigh WEAK_KEEP, were
+# wrong 25 times of 246. Weighed as doubts, the middling ones refused right answers (dev unseen42 photo_015, unseen44
+# photo_046: every piece right, a Double Keep read at 0.57-0.60).
+DOUBLE_DOUBT = 0.5
 # On 66 development photos (the 28 read at 0.5 or more in the earlier sets, and seeds 170000-170039,
 # read at the nominal keep size) a Double Keep's blob was 1.62 times a single keep's (medians of 97 and
 # 829 keeps, each over a single keep's silhouette there); a keep this many times its colour's others is
@@ -1092,7 +1089,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     has nothing to stand out from, and judged alone a small lead is more often a single keep's: it is
     read double only by a lead above keeps.DOUBLE_LEAD (of 95 keeps of development renders that two
     stacked keeps explained better by less than that, 19 were double).
-    A colour whose Double Keep is read by its outline at DOUBLE_DOUBT or more, with no doubt, is settled: its
+    A colour whose Double Keep is read surely by its outline (KEEP_DOUBT or more, no doubt) is settled: its
     other keeps are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59
     weak or doubted keeps so settled in readings with every grey piece right, none was a Double Keep.) A
     Double Keep read from its size does not settle its colour: on unseen22f two readings from straight
@@ -1143,8 +1140,8 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             notes.append({"rule": "C5", "severity": "notice",
                           "message": f"one {colour} keep nearly looks stacked but was read as a single keep: "
                                      "if it is a Double Keep, its courtyard scores double"})
-        if top.double and top.confidence >= DOUBLE_DOUBT and not top.height_doubt and not top.height_by_size:
-            # C5 settles the colour: its one Double Keep is read clearly enough, so the others are single, however
+        if top.double and top.confidence >= DOUBLE_SURE and not top.height_doubt and not top.height_by_size:
+            # C5 settles the colour: its one Double Keep is read surely, so the others are single, however
             # their own outline or size left it (seen from nearly straight above, most keeps' heights are
             # read weakly from their size). Their confidence is then how surely each is a keep at all.
             for k in rest:
