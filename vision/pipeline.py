@@ -116,13 +116,6 @@ CHECK_KEEP = 0.8
 # at 0.5-0.7 were single 10 times of 38 (two answers wrong, at 1.0 and 0.85, from one of them each), at 0.7-0.9 7 of 40,
 # at 0.9 or more 16 of 271; below 0.5 (weighed as doubts since session 20, when 24 of 138 were single) 63 of 117.
 DOUBLE_SURE = 0.7
-# Below this a keep read double is a height in doubt (HEIGHT_DOUBT); from it up to DOUBLE_SURE it weighs as a weak
-# keep (WEAK_KEEP). Session 38, over the readings at 50-90 degrees of dev unseen38-45 (499 photos, 672 keeps read
-# double by their outline): at 0.5-0.7 single 5 times of 70, all 5 in readings refused at under 0.01 for their
-# pieces (0 of 52 at 0.4-0.6), at 0.7-0.9 3 of 87; keeps read single below KEEP_DOUBT, which weigh WEAK_KEEP, were
-# wrong 25 times of 246. Weighed as doubts, the middling ones refused right answers (dev unseen42 photo_015, unseen44
-# photo_046: every piece right, a Double Keep read at 0.57-0.60).
-DOUBLE_DOUBT = 0.5
 # On 66 development photos (the 28 read at 0.5 or more in the earlier sets, and seeds 170000-170039,
 # read at the nominal keep size) a Double Keep's blob was 1.62 times a single keep's (medians of 97 and
 # 829 keeps, each over a single keep's silhouette there); a keep this many times its colour's others is
@@ -1310,18 +1303,15 @@ def keeps_factor(keeps: list[FoundKeep]) -> float:
     11; the other keeps 4 of 56. (Session 17, readings at 0.1 or more of two later sets: heights in doubt
     9 wrong of 47, the other weak keeps 3 of 79.) A Double Keep chosen by a small lead over its colour's
     runner-up is doubted by comparison too: over all 200 readings of unseen19, 32 of 50 were single.
-    So is any keep read double with less than DOUBLE_DOUBT: a Double Keep doubles a courtyard's points, and
+    So is any keep read double with less than DOUBLE_SURE: a Double Keep doubles a courtyard's points, and
     over four development keep probes (unseen17-19) such keeps below KEEP_DOUBT were single 24 times of 138
     (weak keeps otherwise about 1 in 14); unseen22a photo_018 was answered at 0.81 with one (stacked by
-    0.047, its colour's runner-up far behind, confidence 0.34) that was single. One read double from
-    DOUBLE_DOUBT up to DOUBLE_SURE weighs as a weak keep (session 27 weighed it as a doubt, after unseen27's
-    photo_063 and photo_123 were answered wrongly at 1.0 and 0.85 with one at 0.51 and 0.58; see DOUBLE_DOUBT
-    for session 38's measure). And so is each colour whose Double Keep may hide among keeps read from their
-    size (colours_whose_double_keep_may_hide).
+    0.047, its colour's runner-up far behind, confidence 0.34) that was single; unseen27's photo_063 and
+    photo_123 at 1.0 and 0.85 with one at 0.51 and 0.58 (see DOUBLE_SURE). And so is each colour whose Double
+    Keep may hide among keeps read from their size (colours_whose_double_keep_may_hide).
     """
     in_doubt = [_height_in_doubt(k) for k in keeps]
-    weak = sum(1 for k, doubt in zip(keeps, in_doubt)
-               if (k.confidence < KEEP_DOUBT or (k.double and k.confidence < DOUBLE_SURE)) and not doubt)
+    weak = sum(1 for k, doubt in zip(keeps, in_doubt) if k.confidence < KEEP_DOUBT and not doubt)
     hidden = len(colours_whose_double_keep_may_hide(keeps))
     return float(WEAK_KEEP ** weak * HEIGHT_DOUBT ** (sum(in_doubt) + hidden))
 
@@ -1339,7 +1329,7 @@ def keep_doubt(keep: FoundKeep) -> str:
 def _height_in_doubt(keep: FoundKeep) -> bool:
     """Single or double is a likely misread (weighed as HEIGHT_DOUBT; see keeps_factor)."""
     return keep.height_doubt or (keep.height_by_size and keep.confidence <= HEIGHT_CAP) or \
-        (keep.double and keep.confidence < DOUBLE_DOUBT)
+        (keep.double and keep.confidence < DOUBLE_SURE)
 
 
 def colours_whose_double_keep_may_hide(keeps: list[FoundKeep]) -> list[str]:

@@ -873,13 +873,11 @@ def test_two_mild_doubts_are_answered_but_a_keep_height_in_doubt_is_refused():
     weak_double, weak_single = _keep(0.34, 0.047), _keep(0.34, -0.02)
     assert weak_double.double and not weak_single.double
     assert keeps_factor([sure, weak_double]) < CONFIDENCE_THRESHOLD <= keeps_factor([sure, weak_single])
-    # One read double at a little over even confidence (its outline barely better stacked) is a weak keep:
-    # alone it is answered, but it is not as sure as a single keep read as surely, and with three more weak
-    # keeps it refuses. (Such keeps were single one time in four in session 27; in session 38, never in
-    # readings above 0.01 and 6 times in 71 overall, like the weak keeps read single.)
+    # So does one read double at a little over even confidence (its outline barely better stacked):
+    # such keeps were single about one time in four on 350 development renders, and unseen27's photo_063
+    # was answered wrongly at 1.0 with one at 0.51. Read single as surely, it is no doubt at all.
     middling_double, middling_single = _keep(0.51, 0.082), _keep(0.51, -0.08)
-    assert CONFIDENCE_THRESHOLD <= keeps_factor([sure, middling_double]) < 1.0
-    assert keeps_factor([sure, middling_double, weak, weak, weak]) < CONFIDENCE_THRESHOLD
+    assert keeps_factor([sure, middling_double]) < CONFIDENCE_THRESHOLD
     assert keeps_factor([sure, middling_single]) == 1.0 and keeps_factor([sure, _keep(0.95, 0.3)]) == 1.0
     # And four weak keeps are too many.
     assert keeps_factor([weak, weak, weak, weak]) < CONFIDENCE_THRESHOLD
