@@ -247,12 +247,12 @@ def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) ->
                sites=[], weight=weight, shape=shape)
 
 
-# A tower at (0,0) and the long wall from it ending free at (2,0), as they stand (centre, half extents, height).
 def _index(fit: Fit, key: tuple) -> int:
     """The fit's element (site or edge) at lattice `key`."""
     return next(i for i, el in enumerate(fit.elements) if el.key == key)
 
 
+# A tower at (0,0) and the long wall from it ending free at (2,0), as they stand (centre, half extents, height).
 _D = Dims()
 TOWER = ((0.0, 0.0), (_D.tower_half, _D.tower_half), _D.tower_h)
 LONG_WALL = ((1.0, 0.0), (1.0 - _D.tower_half, _D.wall_half), _D.wall_h)
