@@ -153,7 +153,7 @@ def test_a_long_wall_a_clearly_seen_wall_ends_under_is_read_as_two_short_walls_w
     assert offset == (0, 0) and sum(w.length == 2 for w in castle.walls) == 26
     assert {((0, 0), (1, 0)), ((1, 0), (2, 0)), ((1, 0), (1, 1))} <= {(w.a, w.b) for w in castle.walls}
     assert [n["rule"] for n in notes] == ["G4"] and "two short walls meeting at [1, 0]" in notes[0]["message"]
-    halves = [i for i, el in enumerate(fit.elements) if el.key in (((0, 0), (1, 0)), ((1, 0), (2, 0)))]
+    halves = [_index(fit, key) for key in (((0, 0), (1, 0)), ((1, 0), (2, 0)))]
     assert min(abs(fit.decision.margin[halves])) < 0.1  # decided by the counts: uncertain in the confidence
     # With the boxes' count read, the short wall across is the misread, as without the counts.
     fit = with_more_long_walls(25)
