@@ -138,7 +138,7 @@ def run_pieces(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}:")
     for kind in ("tower", "short_wall", "long_wall", "keep"):
         s = getattr(p, kind)
-        h = f", {s.height_mm:.1f} mm high" if s.height_mm else ""
+        h = f", {s.height_mm:.1f} mm high" if s.height_mm is not None else ", height not measured (see the notes)"
         print(f"  {kind.replace('_', ' ')}: {s.footprint_mm[0]:.1f} x {s.footprint_mm[1]:.1f} mm{h}")
     print(f"  lattice pitch {p.lattice_pitch_mm:.1f} mm")
     for colour, kc in result.colours.keeps.items():
