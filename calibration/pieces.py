@@ -47,8 +47,8 @@ Before that, the walls are fitted as one moulding: a wall's height and length tr
 and a wall fitted too high comes out too short. Walls of clearly different heights are refitted at
 the height of the one whose top was seen (_one_wall_height); otherwise both are fitted again with the
 one height the photo of both prefers (_joint_wall_height). A piece's height shows only where its top's
-outline ends, away from the camera: when that end lies past the sheet or behind another piece, the
-piece is fitted again with its height held (a wall at the other wall's, any other piece at the spec's
+outline ends, away from the camera: when that end lies past the sheet or behind another piece, or
+hardly moves with the height (a view from nearly straight above), the piece is fitted again with its height held (a wall at the other wall's, any other piece at the spec's
 proportion to its length) and its height is left unmeasured, with a note (_hold_unseen_heights).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
@@ -1834,15 +1834,57 @@ def _height_support(f: PieceFit, scene: _Scene) -> float:
     return float((taller & ~now & compared).sum() / gained_area)
 
 
+# From nearly straight above, a piece's top hardly moves with its height. HEIGHT_MOVE_MIN_MM: the least
+# distance (mm on the mat) the top's farthest corner must move per millimetre of height for the height
+# to count as measured. The fits place an outline's edge to about 0.2-0.3 mm on the mat (the footprints'
+# mean error on held-out renders), so a top that moves less per millimetre cannot give the height within
+# the 1 mm aim. On held-out calib_v2_any_3536 (85 degrees up) the walls' tops moved 0.17-0.18 mm per mm
+# and their height passed 8.0 mm short.
+HEIGHT_MOVE_MIN_MM = 0.3
+
+
+def _top_move(f: PieceFit, scene: _Scene) -> float:
+    """How far (mm on the mat) the farthest corner of `f`'s top moves when it is 1 mm taller."""
+    q = f.box
+    tops = _box_corners(q, scene.nadir, scene.cam_z)[4:8]
+    q[5] += 1.0
+    return float(np.max(np.hypot(*(_box_corners(q, scene.nadir, scene.cam_z)[4:8] - tops).T)))
+
+
+# Why a piece's height could not be measured, for one piece and for several, and what to do about it.
+_UNSEEN_HEIGHT = {
+    "edge": ("stands where its top is seen past the mat's edge or behind another piece",
+             "stand where their tops are seen past the mat's edge or behind other pieces",
+             "stand the pieces nearer the middle of the mat, clear of each other"),
+    "above": ("was seen from so nearly straight above that its top hardly moves with its height",
+              "were seen from so nearly straight above that their tops hardly move with their height",
+              "take the photo from lower, 50-70 degrees above the table"),
+}
+
+
+def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene) -> str | None:
+    """Why the photo cannot show `f`'s height (a key of _UNSEEN_HEIGHT), or None when it can."""
+    if _height_support(f, scene) < HEIGHT_SUPPORT_MIN:
+        return "edge"
+    # The walls are fitted with one height (_joint_wall_height): either wall's top can show it.
+    group = [g for g in fits if g.kind in ("short_wall", "long_wall")] if f.kind in ("short_wall", "long_wall") else [f]
+    if max(_top_move(g, scene) for g in group) < HEIGHT_MOVE_MIN_MM:
+        return "above"
+    return None
+
+
 def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
-    """A piece whose height nothing in the photo holds (_height_support) is fitted again with its
-    height held, so that a wrong height does not skew its footprint, and its height is left
-    unmeasured: a wall at the other wall's height when that one was seen (one moulding), any other
-    piece at the spec's proportion to its length (the reader's default)."""
-    unseen = [f for f in fits if _height_support(f, scene) < HEIGHT_SUPPORT_MIN]
-    for f in unseen:
+    """A piece whose height the photo cannot show (_unseen_height) is fitted again with its height
+    held, so that a wrong height does not skew its footprint, and its height is left unmeasured: a
+    wall at the other wall's height when that one was seen (one moulding), any other piece at the
+    spec's proportion to its length (the reader's default)."""
+    reasons = {id(f): _unseen_height(f, fits, scene) for f in fits}
+    told: dict[str, list[str]] = {}
+    for f in fits:
+        if reasons[id(f)] is None:
+            continue
         ln, _, hn = NOMINAL_MM[f.kind]
-        walls = [g for g in fits if g.kind in ("short_wall", "long_wall") and g is not f and g not in unseen]
+        walls = [g for g in fits if g.kind in ("short_wall", "long_wall") and g is not f and reasons[id(g)] is None]
         old = f.height_mm
         for _ in range(2):  # the proportional height follows the length the held fit finds
             height = walls[0].height_mm if f.kind in ("short_wall", "long_wall") and walls else hn * f.length_mm / ln
@@ -1851,12 +1893,15 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
                 break
             _apply_appearance(f, held[1], held[2])
         f.height_measured = False
-        taken = ("the other wall's is used (one moulding)" if f.kind in ("short_wall", "long_wall") and walls
-                 else "readings use the usual proportions")
-        notes.append(f"the {f.kind.replace('_', ' ')} at mat ({f.centre_mm[0]:.0f}, {f.centre_mm[1]:.0f}) mm stands "
-                     f"where its top is seen past the mat's edge or behind another piece, so its height "
-                     f"({old:.1f} mm as fitted) was not measured and {taken}; to measure it, stand it nearer "
-                     "the middle of the mat, clear of the other pieces")
+        told.setdefault(reasons[id(f)], []).append(
+            f"the {f.kind.replace('_', ' ')} at mat ({f.centre_mm[0]:.0f}, {f.centre_mm[1]:.0f}) mm ({old:.1f} mm high as fitted)")
+    for reason, names in told.items():
+        one_why, many_why, advice = _UNSEEN_HEIGHT[reason]
+        one = len(names) == 1
+        notes.append(f"{', '.join(names)} {one_why if one else many_why}, so "
+                     f"{'its height was' if one else 'their heights were'} not measured (a wall's is taken from the other "
+                     f"wall when that one's was, the others' from the usual proportions); to measure "
+                     f"{'it' if one else 'them'}, {advice}")
 
 
 def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
