@@ -2,7 +2,8 @@
 
 The user stands one tower, one short wall, one long wall and one keep of each colour apart on the
 printed board's squares (upright, as in play, turned at any angle), and photographs them from 50 to
-90 degrees up with the whole mat in view.
+90 degrees up with the whole mat in view (heights are best measured from 50-70 degrees: from nearly
+straight above a piece's top hardly moves with its height).
 
 How: the mat gives the image <-> mat-mm homography (fitted again without the mat's points read more
 than a millimetre off, _tighter_homography) and (with the camera's focal length, from a
@@ -48,8 +49,9 @@ and a wall fitted too high comes out too short. Walls of clearly different heigh
 the height of the one whose top was seen (_one_wall_height); otherwise both are fitted again with the
 one height the photo of both prefers (_joint_wall_height). A piece's height shows only where its top's
 outline ends, away from the camera: when that end lies past the sheet or behind another piece, or
-hardly moves with the height (a view from nearly straight above), the piece is fitted again with its height held (a wall at the other wall's, any other piece at the spec's
-proportion to its length) and its height is left unmeasured, with a note (_hold_unseen_heights).
+hardly moves with the height (a view from nearly straight above), the piece is fitted again with its
+height held (a wall at the other wall's, any other piece at the spec's proportion to its length) and
+its height is left unmeasured, with a note (_hold_unseen_heights).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
@@ -1815,7 +1817,7 @@ def _height_support(f: PieceFit, scene: _Scene) -> float:
     ppm = RECT_PX_PER_MM
     pad = int(60 * ppm)  # the taller outline may reach past the rectified sheet
 
-    def outline(height: float) -> np.ndarray:
+    def outline(height: float) -> tuple[np.ndarray, int]:  # on the sheet, and its whole area
         q = f.box
         q[5] = height
         mask = np.zeros((scene.valid.shape[0] + 2 * pad, scene.valid.shape[1] + 2 * pad), np.uint8)

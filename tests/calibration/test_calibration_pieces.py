@@ -230,16 +230,16 @@ def test_a_piece_whose_top_is_seen_past_the_sheets_edge_is_measured_but_not_its_
 
 
 def test_heights_a_view_from_straight_above_cannot_show_are_not_measured():
-    # From 88 degrees up a wall's top moves about a fifth of a millimetre on the mat per millimetre of
-    # height, less than the fits place an edge to: its height would be a guess (on a held-out render
-    # at 85 degrees both walls passed 8 mm short). The footprints are still measured, and the user is
-    # told how to get the heights.
+    # From 88 degrees up a wall's top moves less than 0.3 mm on the mat per millimetre of height, about
+    # what the fits place an edge to: its height would be a guess (on a held-out render at 85 degrees
+    # both walls passed 8 mm short). The footprints are still measured, and the user is told how to get
+    # the heights.
     boxes, truth = _scene(1.0)
     m = measure_pieces(_photo(boxes, 88, 0, 420), camera=CAMERA)
     _assert_footprints(m, truth, abs_mm=1.0)
     assert m.pieces.short_wall.height_mm is None and m.pieces.long_wall.height_mm is None
     assert [n for n in m.notes if "the short wall" in n and "not measured" in n and "from lower" in n]
-    # The profile says so, and the reader falls back on the usual proportions for them.
+    # The profile says so (the reader then uses the usual proportions).
     assert m.pieces.to_json()["short_wall"]["height_mm"] is None
 
 
