@@ -273,7 +273,11 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
                  if abs(e[k][i]) > WRONG_SIZE_MM]
         result[f"{key}_wrong_sizes_passed"] = wrong
         lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
-                     + (f"height error mm {_stats(heights)}; " if heights else "")
+                     + (f"height error mm {_stats(heights)}, {sum(abs(v) <= 1.0 for v in heights)} of {len(heights)} "
+                        "within 1 mm; " if heights else "")
+                     # A height the photo could not show is left out of the profile (calibration.pieces): say how
+                     # many, so that leaving heights out cannot pass for measuring them better.
+                     + f"heights not measured: {sum(e[k][2] is None for e in rows for k in e)} of {len(rows) * len(rows[0])}; "
                      + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}; "
                      + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
                      + f"; CPU s per photo median {statistics.median(result['cpu_s'][key]):.1f}, max {max(result['cpu_s'][key]):.1f}")
