@@ -591,6 +591,13 @@ def _bounds_around(box: np.ndarray, scene: _Scene, pad_mm: float) -> tuple[int, 
     return max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
 
 
+def _other_pieces(labels: np.ndarray, scene: _Scene, label: int) -> np.ndarray:
+    """Where the pieces other than region `label` lie in `labels` (a crop of scene.labels), and 3 mm
+    around them (their shadows and blur)."""
+    other = np.isin(labels, [i for i in scene.piece_labels if i != label])
+    return cv2.dilate(other.astype(np.uint8), np.ones((int(3 * RECT_PX_PER_MM),) * 2, np.uint8)) > 0
+
+
 def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
     """The photo around a piece (box parameters `full`), sampled every APPEARANCE_STEP pixels:
     points (mat mm), colours scaled by the print's local black and white, the print as it should
@@ -604,9 +611,7 @@ def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
     lab = scene.labels[y0:y1, x0:x1]
     # Only the other pieces are left out: bits of this piece that showed apart from it (a merlon
     # on white paper) are evidence for it.
-    other = np.isin(lab, [i for i in scene.piece_labels if i != f.label])
-    others = cv2.dilate(other.astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
-    use = (scene.valid[y0:y1, x0:x1] & ~others)[::APPEARANCE_STEP, ::APPEARANCE_STEP]
+    use = (scene.valid[y0:y1, x0:x1] & ~_other_pieces(lab, scene, f.label))[::APPEARANCE_STEP, ::APPEARANCE_STEP]
     ys, xs = np.mgrid[y0:y1:APPEARANCE_STEP, x0:x1:APPEARANCE_STEP]
     pts = (np.column_stack([xs[use], ys[use]]) + 0.5) / ppm
     norm = scene.norm[sl][use]
@@ -1180,7 +1185,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     # The strip along the sheet's edge (and the photo's) where the photo is not compared with the
     # print. A region reaching it was seen only in part: from a low camera a piece's top, or its
     # shadow, can lie over the strip while the piece stands well inside the sheet.
-    edge_strip = ~ndimage.binary_erosion(valid, iterations=2)
+    edge_strip = _edge_strip(valid)
     fits: list[PieceFit] = []
     for region in measure.regionprops(labels):
         if region.area < MIN_PIECE_AREA_MM2 * ppm * ppm:
@@ -1300,6 +1305,12 @@ def _drop_print_in_shadow(mask: np.ndarray, shadow_like: np.ndarray, print_edges
     drop = (total > 0) & (on_edge > PRINT_EDGE_SHARE * total) & (share > 0.8)
     drop[0] = False
     return mask & ~drop[patches]
+
+
+def _edge_strip(valid: np.ndarray) -> np.ndarray:
+    """The strip, 2 pixels wide, along the inside of `valid` (rectified pixels): what reaches it was
+    seen only in part."""
+    return ~ndimage.binary_erosion(valid, iterations=2)
 
 
 def _footprint_on_sheet(params: np.ndarray, valid: np.ndarray) -> bool:
@@ -1810,30 +1821,36 @@ HEIGHT_SUPPORT_MIN = 0.5
 HEIGHT_SUPPORT_STEP = 0.1
 
 
-def _height_support(f: PieceFit, scene: _Scene) -> float:
+def _height_support(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     """Share of the outline that `f` would gain if it were HEIGHT_SUPPORT_STEP taller that lies
-    where the photo is compared with the print: on the sheet, clear of its edge strip and of the
-    other pieces (their regions, 3 mm out, as _window leaves them out)."""
+    where the photo is compared with the print (`compared`: on the sheet, clear of its edge strip,
+    _edge_strip) and clear of the other pieces (as _window leaves them out)."""
     ppm = RECT_PX_PER_MM
-    pad = int(60 * ppm)  # the taller outline may reach past the rectified sheet
+    q = f.box
+    now = _hull_points(q, scene.nadir, scene.cam_z) * ppm
+    q[5] *= 1 + HEIGHT_SUPPORT_STEP
+    taller = _hull_points(q, scene.nadir, scene.cam_z) * ppm  # holds `now`: the top moves out along rays
+    # Work in the taller outline's box, which may reach past the rectified sheet.
+    x0, y0 = np.floor(taller.min(axis=0)).astype(int) - 1
+    x1, y1 = np.ceil(taller.max(axis=0)).astype(int) + 1
 
-    def outline(height: float) -> tuple[np.ndarray, int]:  # on the sheet, and its whole area
-        q = f.box
-        q[5] = height
-        mask = np.zeros((scene.valid.shape[0] + 2 * pad, scene.valid.shape[1] + 2 * pad), np.uint8)
-        hull = _hull_points(q, scene.nadir, scene.cam_z) * ppm + pad
-        cv2.fillPoly(mask, [np.round(hull).astype(np.int32)], 1)
-        return mask[pad:-pad, pad:-pad] > 0, int(mask.sum())
+    def filled(poly: np.ndarray) -> np.ndarray:
+        mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
+        cv2.fillPoly(mask, [np.round(poly - [x0, y0]).astype(np.int32)], 1)
+        return mask > 0
 
-    now, _ = outline(f.height_mm)
-    taller, taller_area = outline(f.height_mm * (1 + HEIGHT_SUPPORT_STEP))
-    gained_area = taller_area - int(now.sum())  # all of it, on the sheet or beyond
-    if gained_area <= 0:
+    gained = filled(taller) & ~filled(now)
+    if not gained.any():
         return 1.0
-    others = np.isin(scene.labels, [i for i in scene.piece_labels if i != f.label])
-    others = cv2.dilate(others.astype(np.uint8), np.ones((int(3 * ppm),) * 2, np.uint8)) > 0
-    compared = ndimage.binary_erosion(scene.valid, iterations=2) & ~others
-    return float((taller & ~now & compared).sum() / gained_area)
+    h, w = compared.shape
+    seen = np.zeros_like(gained)
+    xa, ya, xb, yb = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    if xa < xb and ya < yb:
+        m = int(3 * ppm)  # the other pieces' margin: those just outside the box reach into it
+        ma, na = max(ya - m, 0), max(xa - m, 0)
+        others = _other_pieces(scene.labels[ma:min(yb + m, h), na:min(xb + m, w)], scene, f.label)
+        seen[ya - y0:yb - y0, xa - x0:xb - x0] = compared[ya:yb, xa:xb] & ~others[ya - ma:yb - ma, xa - na:xb - na]
+    return float((gained & seen).sum() / gained.sum())
 
 
 # From nearly straight above, a piece's top hardly moves with its height. HEIGHT_MOVE_MIN_MM: the least
@@ -1864,9 +1881,10 @@ _UNSEEN_HEIGHT = {
 }
 
 
-def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene) -> str | None:
-    """Why the photo cannot show `f`'s height (a key of _UNSEEN_HEIGHT), or None when it can."""
-    if _height_support(f, scene) < HEIGHT_SUPPORT_MIN:
+def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: np.ndarray) -> str | None:
+    """Why the photo cannot show `f`'s height (a key of _UNSEEN_HEIGHT), or None when it can
+    (`compared`: as for _height_support)."""
+    if _height_support(f, scene, compared) < HEIGHT_SUPPORT_MIN:
         return "edge"
     # The walls are fitted with one height (_joint_wall_height): either wall's top can show it.
     group = [g for g in fits if g.kind in ("short_wall", "long_wall")] if f.kind in ("short_wall", "long_wall") else [f]
@@ -1880,17 +1898,21 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     held, so that a wrong height does not skew its footprint, and its height is left unmeasured: a
     wall at the other wall's height when that one was seen (one moulding), any other piece at the
     spec's proportion to its length (the reader's default)."""
-    reasons = {id(f): _unseen_height(f, fits, scene) for f in fits}
+    compared = ~_edge_strip(scene.valid)
+    reasons = {id(f): _unseen_height(f, fits, scene, compared) for f in fits}
     told: dict[str, list[str]] = {}
     for f in fits:
         if reasons[id(f)] is None:
             continue
         ln, _, hn = NOMINAL_MM[f.kind]
-        walls = [g for g in fits if g.kind in ("short_wall", "long_wall") and g is not f and reasons[id(g)] is None]
+        seen_walls = [g for g in fits if g.kind in ("short_wall", "long_wall") and g is not f and reasons[id(g)] is None]
         old = f.height_mm
-        for _ in range(2):  # the proportional height follows the length the held fit finds
-            height = walls[0].height_mm if f.kind in ("short_wall", "long_wall") and walls else hn * f.length_mm / ln
-            held = _held_height_fit(f, scene, height)
+        if f.kind in ("short_wall", "long_wall") and seen_walls:
+            heights = [seen_walls[0].height_mm]
+        else:  # twice: the proportional height follows the length the held fit finds
+            heights = [None, None]
+        for height in heights:
+            held = _held_height_fit(f, scene, hn * f.length_mm / ln if height is None else height)
             if held is None:
                 break
             _apply_appearance(f, held[1], held[2])
