@@ -243,6 +243,25 @@ def test_heights_a_view_from_straight_above_cannot_show_are_not_measured():
     assert m.pieces.to_json()["short_wall"]["height_mm"] is None
 
 
+def test_a_towers_height_is_not_measured_where_its_sides_foot_looks_like_the_print():
+    # A tower in shade on a black square: its lit top shows, its dark sides look like the ink around
+    # them, so nothing shows where it stands but the top, and a higher top over a footprint further out
+    # looks the same (on development renders every such tower was fitted 2.6 to 9.7 mm off in height).
+    # Its footprint is measured, its height is not, and the user is told how to measure it. The same
+    # tower lit like the other pieces, on the same square, has its height measured.
+    boxes, truth = _scene(1.0, slots=True, tower_at=(70.0, 60.0))  # the middle of a black square
+    n = len(crowned_boxes("tower", 70.0, 60.0, 22.0, 42.0, 30, GREY, slots=True))
+    dark = (30, 30, 32)  # its sides about as dark as the ink; its top (x 140 / 30) as lit as the other pieces'
+    shaded = [(corners, height, dark, bottom, 140 / 30) for corners, height, _, bottom in boxes[:n]] + boxes[n:]
+    m = measure_pieces(_photo(shaded, 60, 90, 420), camera=CAMERA)
+    _assert_footprints(m, truth, abs_mm=1.0)
+    assert m.pieces.tower.height_mm is None
+    assert [n for n in m.notes if n.startswith("the tower") and "not measured" in n and "white paper" in n]
+    assert m.pieces.short_wall.height_mm == pytest.approx(30.0, rel=0.06)
+    lit = measure_pieces(_photo(boxes, 60, 90, 420), camera=CAMERA)
+    assert lit.pieces.tower.height_mm == pytest.approx(42.0, abs=1.0)
+
+
 def _regions(shape_mm, rects, ppm=4.0):
     """Labels of axis-aligned rectangles (x0, y0, x1, y1 in mm), numbered from 1."""
     labels = np.zeros((int(shape_mm[1] * ppm), int(shape_mm[0] * ppm)), np.int32)
