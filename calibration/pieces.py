@@ -3,7 +3,8 @@
 The user stands one tower, one short wall, one long wall and one keep of each colour apart on the
 printed board's squares (upright, as in play, turned at any angle), and photographs them from 50 to
 90 degrees up with the whole mat in view (heights are best measured from 50-70 degrees: from nearly
-straight above a piece's top hardly moves with its height).
+straight above a piece's top hardly moves with its height; and with the sides facing the camera on white
+paper: a side in shade on a black square looks like the ink, and then only the top shows the height).
 
 How: the mat gives the image <-> mat-mm homography (fitted again without the mat's points read more
 than a millimetre off, _tighter_homography) and (with the camera's focal length, from a

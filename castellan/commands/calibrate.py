@@ -31,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pcs = sub.add_parser("pieces", help="piece sizes and keep colours from a photo of pieces on the mat",
                          description="Measure one tower, one short wall, one long wall and one keep of each "
                                      "colour standing apart on the mat, photographed from 50 to 90 degrees up "
-                                     "under the light you play in.")
+                                     "under the light you play in (heights are best measured from 50-70 "
+                                     "degrees, with the pieces' sides facing the camera on white paper).")
     pcs.add_argument("photo", help="photo of the pieces on the mat")
     pcs.add_argument("-o", "--output", required=True, help="profile JSON to write (other sections in it are kept)")
     pcs.add_argument("--profile", metavar="FILE", action="append", default=[],
