@@ -1893,6 +1893,8 @@ def _foot_seen(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     centre = base.mean(axis=0)
     h, w = scene.valid.shape
     x0, y0, x1, y1 = _bounds_around(f.box, scene, 3 * FOOT_OFFSET_MM)
+    if x0 >= x1 or y0 >= y1:
+        return 0.0  # a fit gone off the photo (the set's checks refuse it)
     m = int(3 * ppm)  # the other pieces' margin: those just outside the box reach into it
     ma, na = max(y0 - m, 0), max(x0 - m, 0)
     others = _other_pieces(scene.labels[ma:min(y1 + m, h), na:min(x1 + m, w)], scene, f.label)
