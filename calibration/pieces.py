@@ -1834,6 +1834,8 @@ def _height_support(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     # Work in the taller outline's box, which may reach past the rectified sheet.
     x0, y0 = np.floor(taller.min(axis=0)).astype(int) - 1
     x1, y1 = np.ceil(taller.max(axis=0)).astype(int) + 1
+    if (x1 - x0) * (y1 - y0) > compared.size:
+        return 0.0  # bigger than the sheet: a fit gone off the photo (the set's checks refuse it)
 
     def filled(poly: np.ndarray) -> np.ndarray:
         mask = np.zeros((y1 - y0, x1 - x0), np.uint8)

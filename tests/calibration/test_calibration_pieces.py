@@ -262,17 +262,18 @@ def test_a_towers_height_is_not_measured_where_its_sides_foot_looks_like_the_pri
     assert lit.pieces.tower.height_mm == pytest.approx(42.0, abs=1.0)
 
 
-def test_a_fit_gone_off_the_photo_has_no_foot_seen():
+def test_a_fit_gone_off_the_photo_shows_no_height():
     # A fit that ran away (a long wall 609 mm long two metres off the sheet, on a held-out render) is
-    # refused by the set's checks; asking where its foot is seen must not fail first (it crashed on an
-    # empty window).
-    from calibration.pieces import PieceFit, _foot_seen, _Scene
+    # refused by the set's checks; asking what of its height the photo shows must not fail first (it
+    # crashed on an empty window, and on a 36 GB canvas for the outline it would gain).
+    from calibration.pieces import PieceFit, _foot_seen, _height_support, _Scene
 
     shape = (int(297 * 4), int(210 * 4))
     scene = _Scene(np.zeros(shape + (3,)), np.ones(shape), np.zeros(shape, np.int32), np.ones(shape, bool),
                    np.array([105.0, 148.0]), 400.0, (1, 2))
     runaway = PieceFit("long_wall", (-1970.0, -1943.0), 150.0, 609.0, 1.0, 212.0, 0.5, 0.0, label=1)
     assert _foot_seen(runaway, scene, np.ones(shape, bool)) == 0.0
+    assert _height_support(runaway, scene, np.ones(shape, bool)) == 0.0
 
 
 def _regions(shape_mm, rects, ppm=4.0):
