@@ -535,14 +535,19 @@ def _crown(kind: str | None, params: np.ndarray):
     return None
 
 
+def _side_normals(theta: float) -> np.ndarray:
+    """The outward normals of a piece turned `theta` (radians): its sides along +x, -y, -x, +y."""
+    ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
+    return np.array([ax, -ay, -ax, ay])
+
+
 def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None = None):
     """The projected piece's visible faces as convex polygons on the mat: the body's, a wall's tabs'
     and (given the piece's `kind`, its crenellated top: _crown) its merlons', each named by its
     orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the piece): faces turned the same
     way are lit the same. Last, a tower's slot openings (_slot_faces; none for other pieces)."""
-    theta = params[2]
-    ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
-    axes = np.array([ax, -ay, -ax, ay])
+    axes = _side_normals(params[2])
+    ax, ay = axes[0], axes[3]
     corners = _box_corners(params, nadir, cam_z)
     tabs = [face for k in range(8, len(corners), 8)
             for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
@@ -597,6 +602,24 @@ def _other_pieces(labels: np.ndarray, scene: _Scene, label: int) -> np.ndarray:
     around them (their shadows and blur)."""
     other = np.isin(labels, [i for i in scene.piece_labels if i != label])
     return cv2.dilate(other.astype(np.uint8), np.ones((int(3 * RECT_PX_PER_MM),) * 2, np.uint8)) > 0
+
+
+def _other_pieces_in(scene: _Scene, label: int, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+    """_other_pieces over the window [y0:y1, x0:x1] of the rectified photo (within it), counting the
+    pieces just outside the window too: their surroundings reach into it."""
+    h, w = scene.labels.shape
+    m = int(3 * RECT_PX_PER_MM)
+    ma, na = max(y0 - m, 0), max(x0 - m, 0)
+    others = _other_pieces(scene.labels[ma:min(y1 + m, h), na:min(x1 + m, w)], scene, label)
+    return others[y0 - ma:y1 - ma, x0 - na:x1 - na]
+
+
+def _beyond_sheet(points_px: np.ndarray, shape: tuple[int, int]) -> bool:
+    """Whether points (rectified pixels, x y) span more than the rectified sheet (`shape`) or lie wholly
+    off it: a fit gone off the photo (the set's checks refuse it), which no window should be cut for."""
+    (x0, y0), (x1, y1) = points_px.min(axis=0), points_px.max(axis=0)
+    h, w = shape
+    return bool((x1 - x0) * (y1 - y0) > h * w or x1 < 0 or y1 < 0 or x0 >= w or y0 >= h)
 
 
 def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
@@ -1831,11 +1854,11 @@ def _height_support(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     now = _hull_points(q, scene.nadir, scene.cam_z) * ppm
     q[5] *= 1 + HEIGHT_SUPPORT_STEP
     taller = _hull_points(q, scene.nadir, scene.cam_z) * ppm  # holds `now`: the top moves out along rays
+    if _beyond_sheet(taller, compared.shape):
+        return 0.0
     # Work in the taller outline's box, which may reach past the rectified sheet.
     x0, y0 = np.floor(taller.min(axis=0)).astype(int) - 1
     x1, y1 = np.ceil(taller.max(axis=0)).astype(int) + 1
-    if (x1 - x0) * (y1 - y0) > compared.size:
-        return 0.0  # bigger than the sheet: a fit gone off the photo (the set's checks refuse it)
 
     def filled(poly: np.ndarray) -> np.ndarray:
         mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
@@ -1849,10 +1872,8 @@ def _height_support(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     seen = np.zeros_like(gained)
     xa, ya, xb, yb = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
     if xa < xb and ya < yb:
-        m = int(3 * ppm)  # the other pieces' margin: those just outside the box reach into it
-        ma, na = max(ya - m, 0), max(xa - m, 0)
-        others = _other_pieces(scene.labels[ma:min(yb + m, h), na:min(xb + m, w)], scene, f.label)
-        seen[ya - y0:yb - y0, xa - x0:xb - x0] = compared[ya:yb, xa:xb] & ~others[ya - ma:yb - ma, xa - na:xb - na]
+        others = _other_pieces_in(scene, f.label, xa, ya, xb, yb)
+        seen[ya - y0:yb - y0, xa - x0:xb - x0] = compared[ya:yb, xa:xb] & ~others
     return float((gained & seen).sum() / gained.sum())
 
 
@@ -1892,37 +1913,29 @@ def _foot_seen(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     it (FOOT_SEEN_MIN); 0 when no part of the foot can be compared (`compared`: as for _height_support)."""
     ppm = RECT_PX_PER_MM
     corners = _box_corners(f.box, scene.nadir, scene.cam_z)
-    base, top = corners[:4], corners[4:8]
-    centre = base.mean(axis=0)
     h, w = scene.valid.shape
+    if _beyond_sheet(corners * ppm, (h, w)):
+        return 0.0
+    # The window holds every sample: they lie FOOT_OFFSET_MM from the box's outline.
     x0, y0, x1, y1 = _bounds_around(f.box, scene, 3 * FOOT_OFFSET_MM)
-    if x0 >= x1 or y0 >= y1:
-        return 0.0  # a fit gone off the photo (the set's checks refuse it)
-    m = int(3 * ppm)  # the other pieces' margin: those just outside the box reach into it
-    ma, na = max(y0 - m, 0), max(x0 - m, 0)
-    others = _other_pieces(scene.labels[ma:min(y1 + m, h), na:min(x1 + m, w)], scene, f.label)
+    others = _other_pieces_in(scene, f.label, x0, y0, x1, y1)
     along = np.linspace(0.1, 0.9, 17)
     if f.kind == "tower":  # a slot's opening shows the print at its foot
         along = along[np.abs(along - 0.5) > TOWER_SLOT[0] / 2 + 0.04]
+    normals = _side_normals(f.box[2])
     seen = total = 0
-    for i in range(4):
-        j = (i + 1) % 4
-        out = (base[i] + base[j]) / 2 - centre
-        if np.dot(out, scene.nadir - (base[i] + base[j]) / 2) <= 0:
-            continue  # a side turned away from the camera
-        out /= np.linalg.norm(out)
+    for side, (b0, b1, t1, t0) in _box_faces(corners[:4], corners[4:8], scene.nadir, normals)[1:]:
         for t in along:
-            foot = base[i] + t * (base[j] - base[i])
-            up = top[i] + t * (top[j] - top[i]) - foot
+            foot = b0 + t * (b1 - b0)
+            up = t0 + t * (t1 - t0) - foot
             rise = float(np.linalg.norm(up))
             if rise < 1e-6:
                 continue
             (ui, vi), (uo, vo) = np.floor(np.array([foot + up / rise * min(FOOT_OFFSET_MM, rise / 2),
-                                                    foot + out * FOOT_OFFSET_MM]) * ppm).astype(int)
-            if not (0 <= uo < w and 0 <= vo < h and 0 <= ui < w and 0 <= vi < h):
+                                                    foot + normals[side] * FOOT_OFFSET_MM]) * ppm).astype(int)
+            if not (x0 <= uo < x1 and y0 <= vo < y1 and 0 <= ui < w and 0 <= vi < h):
                 continue
-            if not compared[vo, uo] or (ma <= vo < ma + others.shape[0] and na <= uo < na + others.shape[1]
-                                        and others[vo - ma, uo - na]):
+            if not compared[vo, uo] or others[vo - y0, uo - x0]:
                 continue
             if 0.1 < scene.t01[vo, uo] < 0.9:
                 continue  # on the print's edge, which takes every grey
