@@ -39,6 +39,9 @@ apart from the crenels between them, which lie in their shade), the print outsid
 Grey on the print's black or white, which no threshold separates, still says where a face is
 summed over the face. Each fit starts also from the spec's proportions for the length found, so a
 side that looked like the print (a dark side on black ink) does not pass on a collapsed thickness.
+A short wall seen mostly by its top can look squarer than the tower: when the pieces so named are
+not a tower and two walls, the two are named the other way round and fitted again, and that naming
+is kept where both pieces fit the photo at least as well under it (_swap_tower_and_short_wall).
 
 The three grey pieces must make one set: a long wall is two short walls and a tower long (rules.md
 G3), and both walls are one moulding (one thickness). When the sizes would be refused, each piece is
@@ -1689,6 +1692,10 @@ class _NotATowerAndTwoWalls(PieceMeasureError):
     """The grey pieces, fitted as named, do not look like a tower and two walls (_check_shapes)."""
 
 
+# Says in a measurement's notes that the tower and the short wall were named the other way round.
+RENAMED_TOWER = "taken for the tower instead"
+
+
 def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
     """Name the piece taken for the tower the short wall and the other way round, and fit both again
     as such from their outlines, as _fit_pieces fits the pieces once named. Keep the new names (True)
@@ -1710,7 +1717,7 @@ def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
     fitted.fits = [renamed.get(id(f), f) for f in fitted.fits]
     fitted.notes.append(f"the grey pieces did not look like a tower and two walls with the squarest taken for the "
                         f"tower; they were measured with the piece at mat ({swapped[1].centre_mm[0]:.0f}, "
-                        f"{swapped[1].centre_mm[1]:.0f}) mm taken for the tower instead, which fits the photo better")
+                        f"{swapped[1].centre_mm[1]:.0f}) mm {RENAMED_TOWER}, which fits the photo better")
     return True
 
 

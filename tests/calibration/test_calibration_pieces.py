@@ -533,7 +533,7 @@ def test_a_tower_and_short_wall_named_the_wrong_way_round_are_named_by_which_fit
     # way). When the set's checks refuse the names, the other naming is kept only where both pieces fit
     # the photo at least as well under it: named right, the pieces keep their names; named the wrong way
     # round, they get their right names and sizes back.
-    from calibration.pieces import _grey_by_kind, _named_the_other_way, _swap_tower_and_short_wall
+    from calibration.pieces import RENAMED_TOWER, _grey_by_kind, _named_the_other_way, _swap_tower_and_short_wall
 
     fitted, truth = _fitted_set()
     right = [(f.kind, f.length_mm, f.width_mm) for f in fitted.fits]
@@ -548,4 +548,4 @@ def test_a_tower_and_short_wall_named_the_wrong_way_round_are_named_by_which_fit
     for f in (tower, short):
         assert f.length_mm == pytest.approx(truth[f.kind][0], abs=1.0), f.kind
         assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
-    assert any("taken for the tower instead" in n for n in fitted.notes)
+    assert any(RENAMED_TOWER in n for n in fitted.notes)
