@@ -31,7 +31,8 @@ import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
-from calibration.pieces import CROWN, TOWER_SLOT, WALL_MERLON, RENAMED_TOWER, PieceMeasureError, measure_pieces, wall_merlon_starts
+from calibration.pieces import (CROWN, RENAMED_TOWER, TOWER_SLOT, WALL_MERLON, PieceMeasureError, measure_pieces,
+                                wall_merlon_starts)
 from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
                                   Profile)
 from calibration.synthetic import box_corners, look_at, render_mat_view
@@ -235,8 +236,8 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     cache.mkdir(parents=True, exist_ok=True)
     # CPU seconds of each measurement (this process only: the renders and other processes on the
     # machine are not counted), refused ones too.
-    result: dict = {"with_profile": [], "without_profile": [], "failures": [], "cpu_s": {"with_profile": [], "without_profile": []},
-                    "renamed": []}
+    result: dict = {"with_profile": [], "without_profile": [], "failures": [], "renamed": [],
+                    "cpu_s": {"with_profile": [], "without_profile": []}}
     if seed is None:
         seed = 200 if even_light else 100
 

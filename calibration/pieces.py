@@ -138,6 +138,12 @@ class PieceFit:
         return np.array([self.centre_mm[0], self.centre_mm[1], math.radians(self.angle_deg), self.length_mm,
                          self.width_mm, self.height_mm])
 
+    @box.setter
+    def box(self, q: np.ndarray) -> None:
+        self.centre_mm = (float(q[0]), float(q[1]))
+        self.angle_deg = math.degrees(q[2]) % 180
+        self.length_mm, self.width_mm, self.height_mm = float(q[3]), float(q[4]), float(q[5])
+
 
 @dataclass
 class PieceMeasurement:
@@ -903,10 +909,7 @@ def _grid_starts(model: _Appearance, a: np.ndarray, b: np.ndarray, keep: int = 2
 
 
 def _apply_appearance(f: PieceFit, model: _Appearance, x: np.ndarray) -> None:
-    q = _expand(x, model.square)
-    f.centre_mm = (float(q[0]), float(q[1]))
-    f.angle_deg = math.degrees(q[2]) % 180
-    f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
+    f.box = _expand(x, model.square)
 
 
 def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
@@ -1707,36 +1710,35 @@ def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
     photo stayed refused anyway (any_3507, 3538, 3548, 3549), at least one rose.
     """
     tower, short, _ = _grey_by_kind(fitted.fits)
-    as_named = (tower, short)
-    cost_before = [_cost_per_pixel(f, fitted.scene) for f in as_named]
-    swapped = _named_the_other_way(tower, short, fitted.scene)
-    cost_after = [_cost_per_pixel(f, fitted.scene) for f in swapped]
-    if not all(math.isfinite(after) and after <= before for after, before in zip(cost_after, cost_before)):
-        return False
-    renamed = {id(f): g for f, g in zip(as_named, swapped)}
-    fitted.fits = [renamed.get(id(f), f) for f in fitted.fits]
+    other = _named_the_other_way(fitted.fits, fitted.scene)
+    other_tower, other_short, _ = _grey_by_kind(other)
+    # Each piece against itself: the first tower is now the short wall, the first short wall the tower.
+    for before, after in ((tower, other_short), (short, other_tower)):
+        cost = _cost_per_pixel(after, fitted.scene)
+        if not (math.isfinite(cost) and cost <= _cost_per_pixel(before, fitted.scene)):
+            return False
+    fitted.fits = other
     fitted.notes.append(f"the grey pieces did not look like a tower and two walls with the squarest taken for the "
-                        f"tower; they were measured with the piece at mat ({swapped[1].centre_mm[0]:.0f}, "
-                        f"{swapped[1].centre_mm[1]:.0f}) mm {RENAMED_TOWER}, which fits the photo better")
+                        f"tower; they were measured with the piece at mat ({other_tower.centre_mm[0]:.0f}, "
+                        f"{other_tower.centre_mm[1]:.0f}) mm {RENAMED_TOWER}, which fits the photo better")
     return True
 
 
-def _named_the_other_way(tower: PieceFit, short: PieceFit, scene: _Scene) -> tuple[PieceFit, PieceFit]:
-    """Copies of the tower and the short wall, the first named the short wall and the second the
-    tower, each fitted again from the box fitted to its outline alone, as _fit_pieces fits the pieces
-    once named."""
-    swapped = copy.deepcopy((tower, short))
-    for f, kind in zip(swapped, ("short_wall", "tower")):
-        q = np.asarray(f.outline_start[:6], float)
-        f.kind = kind
-        f.centre_mm, f.angle_deg = (float(q[0]), float(q[1])), math.degrees(q[2]) % 180
-        f.length_mm, f.width_mm, f.height_mm = float(q[3]), float(q[4]), float(q[5])
+def _named_the_other_way(fits: list[PieceFit], scene: _Scene) -> list[PieceFit]:
+    """The fits with the tower and the short wall replaced by copies named the other way round, each
+    fitted again from the box fitted to its outline alone, as _fit_pieces fits the pieces once named."""
+    tower, short, _ = _grey_by_kind(fits)
+    renamed = {}
+    for first, kind in ((tower, "short_wall"), (short, "tower")):
+        f = renamed[id(first)] = copy.deepcopy(first)
+        q = np.asarray(f.outline_start[:6], float).copy()
         if kind == "tower":
-            f.length_mm = f.width_mm = float(min(q[3], q[4]))
-    _refit_by_kind(list(swapped), scene.nadir, scene.cam_z)
-    for f in swapped:
+            q[3] = q[4] = min(q[3], q[4])
+        f.kind, f.box = kind, q
+    _refit_by_kind(list(renamed.values()), scene.nadir, scene.cam_z)
+    for f in renamed.values():
         _refine_by_appearance(f, scene)
-    return swapped
+    return [renamed.get(id(f), f) for f in fits]
 
 
 def _cost_per_pixel(f: PieceFit, scene: _Scene) -> float:
@@ -2235,9 +2237,7 @@ def _refit_by_kind(fits: list[PieceFit], nadir: np.ndarray, cam_z: float) -> Non
             else:
                 params, iou = _fit_box(poly, nadir, cam_z, square, start=params,
                                        height_prior=(hn * scale, 0.15 * hn * scale), tabs=tabs)
-        f.centre_mm = (float(params[0]), float(params[1]))
-        f.angle_deg = math.degrees(params[2]) % 180
-        f.length_mm, f.width_mm, f.height_mm, f.iou = float(params[3]), float(params[4]), float(params[5]), iou
+        f.box, f.iou = params, iou
 
 
 # How far a grey piece's measured height and thickness may stray from what its length implies
