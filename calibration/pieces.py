@@ -594,10 +594,12 @@ APPEARANCE_TAU = 0.15
 # came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
 # 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). A tower's roof lies
 # between its parapet's merlons the same way. Fitted as one face with the merlons' tops, towers came
-# out 3.8-6.3 mm too tall with footprints 0.4-1.1 mm small on development renders (session 43: even
-# 3551, 3552, 3558, any 3544); refitted with a colour of their own for the merlon tops, those towers'
-# heights were 0.7-3.6 mm off and the 18 towers with a measured height of seeds 3540-3559 went from a
-# mean height error of 2.1 to 1.4 mm. (Session 24 had tried it on three towers: one better, two worse.)
+# out 3.8-7.0 mm too tall with footprints 0.4-1.3 mm small on development renders; with a colour of
+# their own for the merlon tops (session 43, measured with a camera profile) even_3551, 3552, 3563 and
+# any_3544 came out within 1.8 mm in height and 0.2 mm in footprint, even_3558 +3.0 mm (was +5.0),
+# and over seeds 3550-3572 the heights' mean error fell from 1.53 to 1.20 mm in even light (1.10 to
+# 1.08 in any light). (Session 24 had tried it on three towers: one better, two worse.) Keeps' tops
+# stay one face: their sizes were within 1 mm, and a colour of their own was not tried there.
 MERLON_TOPS = TOP - 1
 SEPARATE_MERLON_TOPS = ("tower", "short_wall", "long_wall")
 
