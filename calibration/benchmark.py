@@ -136,12 +136,11 @@ def _slotted_body(width: float, depth: float) -> tuple[list, list]:
 
 
 def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, angle_deg: float, colour,
-                  slots: bool = False, roof_shade: float = 1.0) -> list:
+                  slots: bool = False) -> list:
     """A tower or a keep as render_mat_view boxes, as synth.geometry builds it: a square body up to the
     foot of its merlons (with `slots`, a tower's with a slot down each side: calibration.pieces.TOWER_SLOT)
     and the merlons (calibration.pieces.CROWN: a keep's four on its corners, a tower's parapet around its
-    open roof) up to its full height. `roof_shade`: how lit the body's top between the merlons is next
-    to their tops (in a physically lit photo the merlons shade it)."""
+    open roof) up to its full height."""
     share, merlons = CROWN[kind]
     foot = (1.0 - share) * height
     whole = (-0.5, 0.5, -0.5, 0.5)
@@ -157,8 +156,7 @@ def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, ang
     boxes = []
     for (u0, u1, v0, v1), top, bottom in parts:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
-        shade = roof_shade if top == foot else 1.0
-        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom, shade))
+        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom))
     return boxes
 
 

@@ -592,16 +592,10 @@ APPEARANCE_TAU = 0.15
 # being lit alike. But a wall's merlon tops are not lit like its top between them: the crenels lie
 # in the merlons' shade, darker in a physically lit photo. Fitted with one colour for both, walls
 # came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
-# 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). A tower's roof lies
-# between its parapet's merlons the same way. Fitted as one face with the merlons' tops, towers came
-# out 3.8-7.0 mm too tall with footprints 0.4-1.3 mm small on development renders; with a colour of
-# their own for the merlon tops (session 43, measured with a camera profile) even_3551, 3552, 3563 and
-# any_3544 came out within 1.8 mm in height and 0.2 mm in footprint, even_3558 +3.0 mm (was +5.0),
-# and over seeds 3550-3572 the heights' mean error fell from 1.53 to 1.20 mm in even light (1.10 to
-# 1.08 in any light). (Session 24 had tried it on three towers: one better, two worse.) Keeps' tops
-# stay one face: their sizes were within 1 mm, and a colour of their own was not tried there.
-MERLON_TOPS = TOP - 1
-SEPARATE_MERLON_TOPS = ("tower", "short_wall", "long_wall")
+# 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). A tower's parapet
+# tops given a colour of their own made one of three towers' heights better and two worse: they
+# stay one face with its roof.
+WALL_MERLON_TOPS = TOP - 1
 
 
 def _bounds_around(box: np.ndarray, scene: _Scene, pad_mm: float) -> tuple[int, int, int, int]:
@@ -776,7 +770,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         # Merlons stand on the body: where one is seen, the body behind it is not.
         merlon = {}
         for side, poly in merlon_faces:
-            key = MERLON_TOPS if kind in SEPARATE_MERLON_TOPS and side == TOP else side
+            key = WALL_MERLON_TOPS if tabs and side == TOP else side
             grid.cover(poly, ramp, merlon.setdefault(key, np.zeros(shape)))
         in_front = None
         if merlon:
@@ -1712,10 +1706,10 @@ def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
 
     Why both: on the development renders whose tower and short wall were named the wrong way round
     (calib_v2_even_3507, 3526) both pieces' appearance cost per pixel fell when swapped; where the
-    photo stayed refused anyway (any_3507, 3538, 3548, 3549), at least one rose. On even_3548 (also
-    named the wrong way round: the piece taken for the tower stood where the short wall was rendered)
-    one rose until a tower's merlon tops had a colour of their own (MERLON_TOPS); since then both
-    fall and the set passes, with the tower 2.0 mm small (its outline had taken in 90 x 16 mm).
+    photo stayed refused anyway (any_3507, 3538, 3548, 3549) at least one rose, and so it did on
+    even_3548, also named the wrong way round (the piece taken for the tower stood where the short
+    wall was rendered; the true tower's outline had taken in 90 x 16 mm), whose set, measured with
+    the other naming, had passed with the tower 7.1 mm too tall.
     """
     tower, short, _ = _grey_by_kind(fitted.fits)
     other = _named_the_other_way(fitted.fits, fitted.scene)
