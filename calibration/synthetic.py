@@ -45,7 +45,7 @@ def box_corners(cx: float, cy: float, length: float, width: float, angle_deg: fl
 
 
 def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, blur=0.7, boxes=(), seed=0,
-                    light=(1.0, 1.0, 1.0), shadow: tuple | None = None):
+                    light=(1.0, 1.0, 1.0), shadow: tuple | None = None, foot_shade: float = 1.0):
     """A grayscale or BGR photo of the mat (and optional boxes) from camera K, R, t.
 
     boxes: sequence of (corners_xy_mm (4, 2) in order, height_mm, bgr colour[, bottom_mm[, top_shade]]);
@@ -55,6 +55,8 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
     shadow: (elevation_deg, azimuth_deg, darkening 0..1[, bgr tint]) of a lamp whose soft shadows the
     boxes cast; the tint scales the darkening per channel (a warm lamp's shadows are lit by the rest
     of the room, so they are bluer than the paper around them: less darkening in blue).
+    foot_shade: how lit the sides of a box standing on the mat are at its foot, next to their top (the
+    piece and the table hide part of the sky from a side's foot); in between it changes linearly.
     """
     w, h = size
     # Render at four times the size and shrink: a camera integrates over each pixel, a plain warp
@@ -97,11 +99,18 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
             top_shade = float(rest[1]) if len(rest) > 1 else 1.0
             bottom = np.column_stack([c, -np.full(4, z0)])
             top = np.column_stack([c, -np.full(4, float(height))])
-            quads = [top] + [np.array([bottom[i], bottom[(i + 1) % 4], top[(i + 1) % 4], top[i]]) for i in range(4)]
-            shades = [top_shade, 0.8, 0.65, 0.75, 0.9]
-            for q, s in zip(quads, shades):
-                depth = np.linalg.norm(q.mean(0) - cam_centre)
-                faces.append((z0 > 0, depth, q, tuple(float(v) * s for v in colour)))
+            depth = np.linalg.norm(top.mean(0) - cam_centre)
+            faces.append((z0 > 0, depth, top, tuple(float(v) * top_shade for v in colour)))
+            # A side shaded from foot to top is drawn as bands, each lit as at its middle.
+            bands = 8 if foot_shade != 1.0 and z0 == 0 else 1
+            for i, s in enumerate([0.8, 0.65, 0.75, 0.9]):
+                # Its bands are ordered as the whole side (a box's sides do not overlap one another).
+                side_depth = np.linalg.norm((bottom[i] + bottom[(i + 1) % 4] + top[i] + top[(i + 1) % 4]) / 4 - cam_centre)
+                for b in range(bands):
+                    lo, hi = bottom + (top - bottom) * b / bands, bottom + (top - bottom) * (b + 1) / bands
+                    q = np.array([lo[i], lo[(i + 1) % 4], hi[(i + 1) % 4], hi[i]])
+                    lit = s * (foot_shade + (1.0 - foot_shade) * (b + 0.5) / bands if bands > 1 else 1.0)
+                    faces.append((z0 > 0, side_depth, q, tuple(float(v) * lit for v in colour)))
         # Far to near (painter's order), raised boxes last: they hide the top they stand on.
         for _, _, q, col in sorted(faces, key=lambda f: (f[0], -f[1])):
             p, _ = cv2.projectPoints(q, rvec, t, K, None)
