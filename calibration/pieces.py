@@ -601,9 +601,9 @@ WALL_MERLON_TOPS = TOP - 1
 # A side is not lit evenly: towards its foot the piece and the table hide more of the sky, so it
 # darkens (on development render even_3504 a tower's and a wall's sides were a third darker in their
 # lowest fifth than in their highest). Fitted with one colour, that dark foot passed for black print
-# beside it, the foot moved back from the camera and the piece came out short (every piece of that
-# photo 1.3-1.9 mm); on white print the side's dark foot and its shadow made the piece too tall. So
-# a side's colour changes linearly from its foot to its top (fitted, per channel).
+# beside it, the foot moved back from the camera under a top that stayed put, and the piece came out
+# short (every piece of that photo 1.5-1.8 mm). So a side's colour changes linearly from its foot to
+# its top (fitted, per channel). Measured in session 44 (README: calibration).
 SIDE_SHADING = True
 
 
@@ -780,8 +780,8 @@ class _Appearance:
 def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance | None:
     """The appearance model of a grey piece in a window `pad_mm` around its box so far.
 
-    Model: inside the projected piece each visible face has one colour of its own (fitted), and
-    outside it the print looks as printed. A face that differs from the print beneath it by only
+    Model: inside the projected piece each visible face has one colour of its own (fitted; a side's
+    changes linearly from its foot to its top, SIDE_SHADING), and outside it the print looks as printed. A face that differs from the print beneath it by only
     a little (dark grey on black ink, light grey on white paper) still says where it is when
     summed over its whole area, which thresholding pixel by pixel cannot. The print's levels are
     corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
