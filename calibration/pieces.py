@@ -607,13 +607,13 @@ WALL_MERLON_TOPS = TOP - 1
 SIDE_SHADING = True
 
 
-def _side_height(params: np.ndarray, side: int, nadir: np.ndarray, cam_z: float, pts: np.ndarray) -> np.ndarray:
-    """The height (a share of the piece's: 0 at its foot, 1 at its top) at which the line of sight
-    to each of `pts` (mat mm) meets the plane of the piece's `side` (0..3: along +x, -y, -x, +y).
-    Merlons, tabs and a slot's inside are taken as lying in their side's plane."""
-    base = _box_corners(np.asarray(params[:6], float), nadir, cam_z)[:4]
+def _side_height(base: np.ndarray, side: int, height: float, nadir: np.ndarray, cam_z: float,
+                 pts: np.ndarray) -> np.ndarray:
+    """The height (a share of the piece's `height`: 0 at its foot, 1 at its top) at which the line of
+    sight to each of `pts` (mat mm) meets the plane of the piece's `side` (0..3: along +x, -y, -x, +y),
+    given its footprint's corners `base` (_box_corners). Merlons, tabs and a slot's inside are taken
+    as lying in their side's plane."""
     b0, b1 = base[side], base[(side + 1) % 4]
-    height = max(float(params[5]), 1e-3)
     # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
     # k = cam_z / (cam_z - z): solve for k.
     a = np.column_stack([b0 - nadir, b1 - b0])
@@ -621,7 +621,7 @@ def _side_height(params: np.ndarray, side: int, nadir: np.ndarray, cam_z: float,
     if abs(det) < 1e-6:
         return np.full(len(pts), 0.5)
     k = (a[1, 1] * (pts[:, 0] - nadir[0]) - a[0, 1] * (pts[:, 1] - nadir[1])) / det
-    return np.clip(cam_z * (1.0 - 1.0 / np.maximum(k, 1e-3)) / height, 0.0, 1.0)
+    return np.clip(cam_z * (1.0 - 1.0 / np.maximum(k, 1e-3)) / max(height, 1e-3), 0.0, 1.0)
 
 
 def _shaded_mean(wgt: np.ndarray, sw: float, norm: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -629,12 +629,11 @@ def _shaded_mean(wgt: np.ndarray, sw: float, norm: np.ndarray, up: np.ndarray) -
     squares, per channel); its plain mean where the side shows too little of its height."""
     sv, svv = float(wgt @ up), float(wgt @ (up * up))
     det = sw * svv - sv * sv
-    mean = (wgt @ norm) / sw
+    summed = wgt @ norm
     if det < 1e-3 * sw * sw:
-        return mean
-    wv = wgt * up
-    slope = (sw * (wv @ norm) - sv * (wgt @ norm)) / det
-    return mean + np.outer(up - sv / sw, slope)
+        return summed / sw
+    slope = (sw * ((wgt * up) @ norm) - sv * summed) / det
+    return summed / sw + np.outer(up - sv / sw, slope)
 
 
 def _bounds_around(box: np.ndarray, scene: _Scene, pad_mm: float) -> tuple[int, int, int, int]:
@@ -781,7 +780,8 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     """The appearance model of a grey piece in a window `pad_mm` around its box so far.
 
     Model: inside the projected piece each visible face has one colour of its own (fitted; a side's
-    changes linearly from its foot to its top, SIDE_SHADING), and outside it the print looks as printed. A face that differs from the print beneath it by only
+    changes linearly from its foot to its top, SIDE_SHADING), and outside it the print looks as
+    printed. A face that differs from the print beneath it by only
     a little (dark grey on black ink, light grey on white paper) still says where it is when
     summed over its whole area, which thresholding pixel by pixel cannot. The print's levels are
     corrected in the piece's own neighbourhood first (glare on the ink, uneven light).
@@ -842,6 +842,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
             regions[side] = regions[side] + wgt if side in regions else wgt
         total = np.zeros(len(pts))
         covered = np.zeros(len(pts))
+        base = _box_corners(p[:6], scene.nadir, scene.cam_z)[:4] if SIDE_SHADING else None
         for side, wgt2 in regions.items():
             wgt = wgt2.ravel().take(use_at)
             at = np.flatnonzero(wgt)  # a face covers a small part of the window
@@ -851,7 +852,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
                 continue
             seen = norm[at]
             if SIDE_SHADING and side >= 0:
-                mu = _shaded_mean(wgt, sw, seen, _side_height(p, side, scene.nadir, scene.cam_z, pts[at]))
+                mu = _shaded_mean(wgt, sw, seen, _side_height(base, side, p[5], scene.nadir, scene.cam_z, pts[at]))
             else:
                 mu = (wgt @ seen) / sw
             r = np.abs(chans[0][at] - mu[..., 0])

@@ -109,7 +109,7 @@ def render_mat_view(K, R, t, size, *, paper="a4", dist=None, table=95, ppm=6.0, 
                 for b in range(bands):
                     lo, hi = bottom + (top - bottom) * b / bands, bottom + (top - bottom) * (b + 1) / bands
                     q = np.array([lo[i], lo[(i + 1) % 4], hi[(i + 1) % 4], hi[i]])
-                    lit = s * (foot_shade + (1.0 - foot_shade) * (b + 0.5) / bands if bands > 1 else 1.0)
+                    lit = s if bands == 1 else s * (foot_shade + (1.0 - foot_shade) * (b + 0.5) / bands)
                     faces.append((z0 > 0, side_depth, q, tuple(float(v) * lit for v in colour)))
         # Far to near (painter's order), raised boxes last: they hide the top they stand on.
         for _, _, q, col in sorted(faces, key=lambda f: (f[0], -f[1])):

@@ -264,8 +264,8 @@ def test_a_towers_height_is_not_measured_where_its_sides_foot_looks_like_the_pri
 
 def test_pieces_whose_sides_darken_towards_their_foot_are_measured_at_their_size():
     # A side is lit less towards its foot (the piece and the table hide part of the sky). Fitted with one
-    # colour, its dark foot passed for the print beside it; here the code before refused the photo (a
-    # long wall fitted 83 x 15 mm and 18 mm high).
+    # colour, its dark foot passed for the print beside it; with that (calibration.pieces.SIDE_SHADING
+    # off) this photo is refused (a long wall fitted 83 x 15 mm and 18 mm high).
     boxes, truth = _scene(1.0, slots=True)
     m = measure_pieces(_photo(boxes, 60, 90, 420, foot_shade=0.5), camera=CAMERA)
     _assert_footprints(m, truth, abs_mm=1.0)
