@@ -2,7 +2,7 @@
 
     python -m calibration.benchmark intrinsics [--trials 10]      focal length error, random cameras
     python -m calibration.benchmark pieces [--trials 8]           piece size error, random sets and poses
-    python -m calibration.benchmark pieces-render [--photos 4] [--seed S] [--any-light]
+    python -m calibration.benchmark pieces-render [--photos 4] [--seed S] [--any-light] [--views N]
                                                                  piece size error on Mitsuba renders
     python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with profiles
 
@@ -229,72 +229,83 @@ def bench_pieces(trials: int, seed: int = 1) -> dict:
     return result
 
 
-def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = True, seed: int | None = None) -> dict:
+def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = True, seed: int | None = None,
+                        views: int = 1) -> dict:
     """Piece sizes measured on Mitsuba renders of loose pieces on the mat (synth.calibration_scene),
     with the render's camera as a profile and without one. Renders are kept in `cache` and reused.
-    Seeds run from `seed` (default 200 for even light, 100 for any light) upwards."""
+    Seeds run from `seed` (default 200 for even light, 100 for any light) upwards. With `views` > 1
+    each set is photographed that many times (render_calibration_jpeg's `view`) and measured as
+    `castellan calibrate pieces` measures several photos (calibration.combined) as well: the single
+    photo figures stay those of view 0, so they compare with runs of one view."""
+    from calibration.combined import combine_measurements
+
     cache.mkdir(parents=True, exist_ok=True)
     # CPU seconds of each measurement (this process only: the renders and other processes on the
     # machine are not counted), refused ones too.
+    keys = ("with_profile", "without_profile")
     result: dict = {"with_profile": [], "without_profile": [], "failures": [], "renamed": [],
                     "cpu_s": {"with_profile": [], "without_profile": []}}
+    if views > 1:
+        result.update({f"{k}_every_view": [] for k in keys} | {f"combined_{k}": [] for k in keys})
     if seed is None:
         seed = 200 if even_light else 100
 
     for i in range(photos):
-        stem = render_stem(seed + i, even_light)
-        jpg, meta = cache / f"{stem}.jpg", cache / f"{stem}.json"
-        if not (jpg.exists() and meta.exists()):
-            from synth.calibration_scene import render_calibration_jpeg
+        measured: dict[str, list] = {k: [] for k in keys}
+        for view in range(views):
+            stem = render_stem(seed + i, even_light, view)
+            jpg, meta = cache / f"{stem}.jpg", cache / f"{stem}.json"
+            if not (jpg.exists() and meta.exists()):
+                from synth.calibration_scene import render_calibration_jpeg
 
-            jpeg, truth = render_calibration_jpeg(seed + i, 1280, 960, spp, even_light=even_light)
-            truth["even_light"] = even_light
-            jpg.write_bytes(jpeg)
-            meta.write_text(json.dumps(truth))
-        truth = json.loads(meta.read_text())
-        image = cv2.imread(str(jpg), cv2.IMREAD_COLOR)
-        cam = camera_profile_from_truth(truth)
-        sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}  # the four keeps share one size
-        for key, camera in (("with_profile", cam), ("without_profile", None)):
-            t0 = time.process_time()
-            m = _measure_or_note_failure(image, camera, f"{jpg.name} {key}", result)
-            result["cpu_s"][key].append(time.process_time() - t0)
-            if m is None:
+                jpeg, truth = render_calibration_jpeg(seed + i, 1280, 960, spp, even_light=even_light, view=view)
+                truth["even_light"] = even_light
+                jpg.write_bytes(jpeg)
+                meta.write_text(json.dumps(truth))
+            truth = json.loads(meta.read_text())
+            image = cv2.imread(str(jpg), cv2.IMREAD_COLOR)
+            cam = camera_profile_from_truth(truth)
+            sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}  # the four keeps share one size
+            for key, camera in (("with_profile", cam), ("without_profile", None)):
+                t0 = time.process_time()
+                m = _measure_or_note_failure(image, camera, f"{jpg.name} {key}", result)
+                result["cpu_s"][key].append(time.process_time() - t0)
+                if m is None:
+                    continue
+                measured[key].append((m, jpg.name))
+                errs = _size_errors(m.pieces, sizes)
+                if view == 0:
+                    result[key].append(errs)
+                if views > 1:
+                    result[f"{key}_every_view"].append(errs)
+                c = truth["conditions"]
+                print(f"{jpg.name} el {c['elevation_deg']:.0f} lights {'+'.join(l['kind'] for l in c['lights'])} "
+                      f"table {truth['table']['name']} {key}: {_errors_line(errs)}", file=sys.stderr)
+        for key in keys if views > 1 else ():
+            if not measured[key]:
                 continue
-            errs = {kind: (getattr(m.pieces, kind).footprint_mm[0] - ln, getattr(m.pieces, kind).footprint_mm[1] - wd,
-                           None if getattr(m.pieces, kind).height_mm is None else getattr(m.pieces, kind).height_mm - ht)
-                    for kind, (ln, wd, ht) in sizes.items()}
-            result[key].append(errs)
-            c = truth["conditions"]
-            print(f"{jpg.name} el {c['elevation_deg']:.0f} lights {'+'.join(l['kind'] for l in c['lights'])} "
-                  f"table {truth['table']['name']} {key}: " +
-                  ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" + ("" if e[2] is None else f" h {e[2]:+.1f}")
-                            for k, e in errs.items()), file=sys.stderr)
+            label = f"{render_stem(seed + i, even_light)} x{len(measured[key])} {key}"
+            try:
+                combined = combine_measurements(*zip(*measured[key]))
+            except PieceMeasureError as exc:
+                result["failures"].append(f"{label}: {exc}")
+                print(f"{label}: FAILED {exc}", file=sys.stderr)
+                continue
+            errs = _size_errors(combined.pieces, sizes)
+            result[f"combined_{key}"].append(errs)
+            print(f"{label} combined: {_errors_line(errs)}", file=sys.stderr)
     lines = [f"{photos} Mitsuba renders (seeds {seed}-{seed + photos - 1}) of loose pieces on an A4 mat (1280x960, {spp} spp, "
              f"{'even light, framed on the mat' if even_light else 'any light and framing'}) in {cache}; "
-             "error = measured - rendered size (wall length face to face, without its end tabs)"]
-    for key in ("with_profile", "without_profile"):
-        rows = result[key]
-        if not rows:
-            continue
-        lengths = [e[k][0] for e in rows for k in e]
-        widths = [e[k][1] for e in rows for k in e]
-        heights = [e[k][2] for e in rows for k in e if e[k][2] is not None]
-        within = sum(abs(v) <= 1.0 for v in lengths + widths) / len(lengths + widths) * 100
-        per_kind = "; ".join(f"{k} max |err| {max(max(abs(e[k][0]), abs(e[k][1])) for e in rows):.2f}" for k in rows[0])
-        # A size more than twice the 1 mm aim off, written to a profile instead of refused.
-        wrong = [f"{k} {'length' if i == 0 else 'width'} {e[k][i]:+.1f}" for e in rows for k in e for i in (0, 1)
-                 if abs(e[k][i]) > WRONG_SIZE_MM]
-        result[f"{key}_wrong_sizes_passed"] = wrong
-        lines.append(f"{key}: length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
-                     + (f"height error mm {_stats(heights)}, {sum(abs(v) <= 1.0 for v in heights)} of {len(heights)} "
-                        "within 1 mm; " if heights else "")
-                     # A height the photo could not show is left out of the profile (calibration.pieces): say how
-                     # many, so that leaving heights out cannot pass for measuring them better.
-                     + f"heights not measured: {sum(e[k][2] is None for e in rows for k in e)} of {len(rows) * len(rows[0])}; "
-                     + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} photos measured); {per_kind}; "
-                     + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
-                     + f"; CPU s per photo median {statistics.median(result['cpu_s'][key]):.1f}, max {max(result['cpu_s'][key]):.1f}")
+             "error = measured - rendered size (wall length face to face, without its end tabs)"
+             + (f"; each set photographed {views} times" if views > 1 else "")]
+    for key in keys:
+        if result[key]:
+            lines.append(f"{key}{' (view 0)' if views > 1 else ''}: " + _size_summary(result, key, result[key], photos))
+    for key in keys if views > 1 else ():
+        for label, rows, of in ((f"{key}, every view as one photo", result[f"{key}_every_view"], photos * views),
+                                (f"{key}, the {views} views of a set combined", result[f"combined_{key}"], photos)):
+            if rows:
+                lines.append(f"{label}: " + _size_summary(result, key, rows, of, cpu=False))
     lines.append(_renamed_line(result))
     if result["failures"]:
         lines.append("not measured: " + "; ".join(result["failures"]))
@@ -302,14 +313,49 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     return result
 
 
-def render_stem(seed: int, even_light: bool) -> str:
+def _size_errors(pieces: PieceProfile, sizes: dict) -> dict:
+    """Each kind's (length, width, height) error in mm, measured - rendered (height None if unmeasured)."""
+    return {kind: (getattr(pieces, kind).footprint_mm[0] - ln, getattr(pieces, kind).footprint_mm[1] - wd,
+                   None if getattr(pieces, kind).height_mm is None else getattr(pieces, kind).height_mm - ht)
+            for kind, (ln, wd, ht) in sizes.items()}
+
+
+def _errors_line(errs: dict) -> str:
+    return ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" + ("" if e[2] is None else f" h {e[2]:+.1f}") for k, e in errs.items())
+
+
+def _size_summary(result: dict, key: str, rows: list[dict], photos: int, cpu: bool = True) -> str:
+    """One line of size errors over `rows` (each a measured photo's or set's _size_errors, of `photos`)."""
+    lengths = [e[k][0] for e in rows for k in e]
+    widths = [e[k][1] for e in rows for k in e]
+    heights = [e[k][2] for e in rows for k in e if e[k][2] is not None]
+    within = sum(abs(v) <= 1.0 for v in lengths + widths) / len(lengths + widths) * 100
+    per_kind = "; ".join(f"{k} max |err| {max(max(abs(e[k][0]), abs(e[k][1])) for e in rows):.2f}" for k in rows[0])
+    # A size more than twice the 1 mm aim off, written to a profile instead of refused.
+    wrong = [f"{k} {'length' if i == 0 else 'width'} {e[k][i]:+.1f}" for e in rows for k in e for i in (0, 1)
+             if abs(e[k][i]) > WRONG_SIZE_MM]
+    if cpu:
+        result[f"{key}_wrong_sizes_passed"] = wrong
+    return ((f"length error mm {_stats(lengths)}; width error mm {_stats(widths)}; ")
+            + (f"height error mm {_stats(heights)}, {sum(abs(v) <= 1.0 for v in heights)} of {len(heights)} "
+               "within 1 mm; " if heights else "")
+            # A height the photo could not show is left out of the profile (calibration.pieces): say how
+            # many, so that leaving heights out cannot pass for measuring them better.
+            + f"heights not measured: {sum(e[k][2] is None for e in rows for k in e)} of {len(rows) * len(rows[0])}; "
+            + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} measured); {per_kind}; "
+            + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
+            + (f"; CPU s per photo median {statistics.median(result['cpu_s'][key]):.1f}, "
+               f"max {max(result['cpu_s'][key]):.1f}" if cpu else ""))
+
+
+def render_stem(seed: int, even_light: bool, view: int = 0) -> str:
     """File name (without suffix) of a cached calibration render. Named by the scene's version (a
     render of an older scene is not reused) and by its light: one seed renders a different photo in
     even and in any light, and a cache keyed by the seed alone once served any-light renders to an
-    even-light run."""
+    even-light run. A further view of the same scene (render_calibration_jpeg's `view`) ends in _vN."""
     from synth.calibration_scene import SCENE_VERSION
 
-    return f"calib_v{SCENE_VERSION}_{'even' if even_light else 'any'}_{seed:04d}"
+    return f"calib_v{SCENE_VERSION}_{'even' if even_light else 'any'}_{seed:04d}" + (f"_v{view}" if view else "")
 
 
 # A measured size this far off counts as wrong (twice the 1 mm that calibrate pieces aims at).
@@ -458,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
                    "the even light and framing `castellan calibrate pieces` asks for)")
     r.add_argument("--seed", type=int, help="first render seed (default 200 with even light, 100 with --any-light); "
                    "keep seeds you never looked at for the final figure")
+    r.add_argument("--views", type=int, default=1, help="photograph each set this many times and measure the "
+                   "views combined too, as `castellan calibrate pieces` measures several photos")
     r.add_argument("--cache", type=Path, default=Path("out/calibration_renders"),
                    help="renders are written here and reused on the next run")
     for p in (a, b, c, r):
@@ -470,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         result = bench_pieces(args.trials)
     elif args.what == "pieces-render":
         result = bench_pieces_render(args.photos, args.spp, args.cache, even_light=not args.any_light,
-                                     seed=args.seed)
+                                     seed=args.seed, views=args.views)
     else:
         if not args.folder.is_dir():
             print(f"{args.folder}: not a folder", file=sys.stderr)

@@ -14,6 +14,7 @@ table, keep hues, exposure, noise and JPEG are drawn as for a castle photo (synt
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -97,12 +98,15 @@ def calibration_layout(rng: np.random.Generator, paper: str = "a4", mat_yaw_deg:
 
 
 def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960, spp: int = 8,
-                            paper: str = "a4", even_light: bool = True) -> tuple[bytes, dict[str, Any]]:
+                            paper: str = "a4", even_light: bool = True, view: int = 0) -> tuple[bytes, dict[str, Any]]:
     """Render one calibration photo; returns the JPEG bytes and the ground truth (camera, pieces).
 
     With `even_light` (what `castellan calibrate pieces` asks for) the light is a window and/or a
     ceiling panel and the photo is framed on the mat (its long side along the frame's); otherwise the
     lights (sun and lamps too) and the mat's turn are drawn as for any castle photo.
+    `view` 1, 2, ... photographs the same scene (set, light, table) again from another place, as a user
+    taking several photos of one set walks round the mat: a new elevation and framing margin, and in
+    even light the mat seen from its other long side on odd views (any azimuth in any light).
     """
     t0 = time.perf_counter()
     rng = np.random.default_rng([int(seed), 0xCA1B])
@@ -117,16 +121,23 @@ def render_calibration_jpeg(seed: int = 0, width: int = 1280, height: int = 960,
     # The sheet's long (paper y) side along the image's x axis, give or take the user's hand.
     mat_yaw = cond.azimuth_deg + float(rng.choice([0.0, 180.0]) + rng.uniform(-8, 8)) if even_light else None
     layout = calibration_layout(rng, paper, mat_yaw)
+    if view:
+        # Drawn apart from `rng`, which goes on to draw the table and the noise: those stay the scene's.
+        vrng = np.random.default_rng([int(seed), 0xCA1B, int(view)])
+        azimuth = (cond.azimuth_deg + 180.0 * (view % 2) + float(vrng.uniform(-8, 8)) if even_light
+                   else float(vrng.uniform(0, 360)))
+        cond = replace(cond, elevation_deg=float(vrng.uniform(55, 85)), margin=float(vrng.uniform(0.04, 0.1)),
+                       azimuth_deg=azimuth % 360.0)
     mi, variant = load_mitsuba()
     camera = fit_camera(layout.castle_points, layout.castle_centre, width, height, cond.focal_mm, cond.elevation_deg,
                         cond.azimuth_deg, cond.roll_deg, cond.margin)
     scene, table = _build_scene(mi, layout, cond, camera, spp, rng)
-    linear = _render_linear(mi, scene, spp, int(seed) % (1 << 31))
+    linear = _render_linear(mi, scene, spp, (int(seed) + 7919 * int(view)) % (1 << 31))
     jpeg = encode_jpeg(develop(linear, cond, rng), cond.jpeg_quality)
     pieces = [{"id": it.name, "kind": it.kind, **it.info, "size_mm": [round(v, 3) for v in it.box_size],
                "world_mm": np.round(it.pose[:3, 3], 3).tolist()} for it in layout.items if not it.clutter]
     truth = {"format": "castellan-synth-calibration/1", "scene_version": SCENE_VERSION, "camera": camera.to_json(), "pieces": pieces,
-             "mat": layout.mat, "table": table, "conditions": cond.to_json(), "seed": int(seed),
+             "mat": layout.mat, "table": table, "conditions": cond.to_json(), "seed": int(seed), "view": int(view),
              "renderer": {"engine": "mitsuba3", "variant": variant, "spp": spp,
                           "total_s": round(time.perf_counter() - t0, 2)}}
     return jpeg, truth

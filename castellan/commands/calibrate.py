@@ -28,12 +28,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cam.add_argument("photos", nargs="+", help="photos of the mat (JPEG, PNG, HEIC), all from one camera mode")
     cam.add_argument("-o", "--output", required=True, help="profile JSON to write (other sections in it are kept)")
     cam.set_defaults(func=run_camera)
-    pcs = sub.add_parser("pieces", help="piece sizes and keep colours from a photo of pieces on the mat",
+    pcs = sub.add_parser("pieces", help="piece sizes and keep colours from photos of pieces on the mat",
                          description="Measure one tower, one short wall, one long wall and one keep of each "
                                      "colour standing apart on the mat, photographed from 50 to 90 degrees up "
                                      "under the light you play in (heights are best measured from 50-70 "
-                                     "degrees, with the pieces' sides facing the camera on white paper).")
-    pcs.add_argument("photo", help="photo of the pieces on the mat")
+                                     "degrees, with the pieces' sides facing the camera on white paper). "
+                                     "Three photos of the same pieces from different sides measure them "
+                                     "better than one: each size is taken where the photos agree.")
+    pcs.add_argument("photos", nargs="+", metavar="photo",
+                     help="photo of the pieces on the mat (several: the same pieces, each from another side)")
     pcs.add_argument("-o", "--output", required=True, help="profile JSON to write (other sections in it are kept)")
     pcs.add_argument("--profile", metavar="FILE", action="append", default=[],
                      help="a profile with this camera's intrinsics (improves the measurement)")
@@ -114,39 +117,78 @@ def run_camera(args: argparse.Namespace) -> int:
 
 
 def run_pieces(args: argparse.Namespace) -> int:
-    from calibration.pieces import PieceMeasureError, measure_pieces
+    from calibration.combined import combine_measurements
+    from calibration.pieces import PieceMeasureError
     from calibration.profiles import Profile, ProfileError, load_profiles
 
+    skipped: dict[str, str] = {}
     try:
         prof = load_profiles(args.profile)
-        data = read_photo_bytes(args.photo)  # read once: pixels and EXIF focal length
-        image = read_photo(args.photo, data)
-        from calibration.camera import exif_focal_35mm
-
-        focal35 = exif_focal_35mm(data)
-        result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=focal35)
-        if args.debug:
-            import cv2
-
-            if not cv2.imwrite(args.debug, result.debug_image):
-                raise _BadInput(f"cannot write the debug image {args.debug!r} (use .png or .jpg)")
+        measured = []
+        for i, photo in enumerate(args.photos):
+            try:
+                result = _measure_photo(photo, prof, _debug_path(args.debug, i, len(args.photos)))
+            except PieceMeasureError as exc:
+                if len(args.photos) == 1:
+                    raise
+                skipped[photo] = str(exc)
+                continue
+            measured.append((result, photo))
+        if not measured:
+            raise _BadInput("no photo could be measured:\n" + "\n".join(f"  {p}: {why}" for p, why in skipped.items()))
+        if len(args.photos) == 1:
+            result = measured[0][0]
+            pieces, colours, notes = result.pieces, result.colours, result.notes
+        else:
+            combined = combine_measurements(*zip(*measured))
+            pieces, colours, notes = combined.pieces, combined.colours, combined.notes
         # A misread piece (shadow, two pieces touching) must not become a profile that misleads readings.
-        _write(Profile(pieces=result.pieces.check_proportions(source=args.photo), colours=result.colours), args.output)
+        _write(Profile(pieces=pieces.check_proportions(source=", ".join(p for _, p in measured)), colours=colours),
+               args.output)
     except (_BadInput, PieceMeasureError, ProfileError) as exc:
         print(f"castellan calibrate pieces: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    p = result.pieces
-    print(f"wrote {args.output}:")
+    print(f"wrote {args.output}" + (f" from {len(measured)} photos" if len(args.photos) > 1 else "") + ":")
+    for photo, why in skipped.items():
+        print(f"  skipped {photo}: {why}")
     for kind in ("tower", "short_wall", "long_wall", "keep"):
-        s = getattr(p, kind)
+        s = getattr(pieces, kind)
         h = f", {s.height_mm:.1f} mm high" if s.height_mm is not None else ", height not measured (see the notes)"
         print(f"  {kind.replace('_', ' ')}: {s.footprint_mm[0]:.1f} x {s.footprint_mm[1]:.1f} mm{h}")
-    print(f"  lattice pitch {p.lattice_pitch_mm:.1f} mm")
-    for colour, kc in result.colours.keeps.items():
+    print(f"  lattice pitch {pieces.lattice_pitch_mm:.1f} mm")
+    for colour, kc in colours.keeps.items():
         print(f"  {colour} keep: hue {kc.hue_deg:.0f} deg, Lab ({kc.lab[0]:.0f}, {kc.lab[1]:.0f}, {kc.lab[2]:.0f})")
-    if result.focal_source != "profile":
-        print(f"  camera: no camera profile, focal length from {result.focal_source}; for the best sizes "
+    if any(r.focal_source != "profile" for r, _ in measured):
+        print("  camera: no camera profile, focal length from "
+              + ", ".join(sorted({r.focal_source for r, _ in measured})) + "; for the best sizes "
               "calibrate the camera first (castellan calibrate camera) and pass --profile")
-    for note in result.notes:
+    if len(args.photos) == 1:
+        print("  tip: two more photos of the same pieces from other sides measure them better")
+    for note in notes:
         print(f"  note: {note}")
     return EXIT_OK
+
+
+def _debug_path(debug: str | None, index: int, count: int) -> str | None:
+    """Where the debug image of photo `index` goes: --debug FILE itself for one photo, FILE-1.png,
+    FILE-2.png, ... for several."""
+    if debug is None or count == 1:
+        return debug
+    p = Path(debug)
+    return str(p.with_name(f"{p.stem}-{index + 1}{p.suffix}"))
+
+
+def _measure_photo(photo: str, prof, debug: str | None):
+    """calibrate pieces on one photo file (PieceMeasureError if it cannot be measured)."""
+    from calibration.camera import exif_focal_35mm
+    from calibration.pieces import measure_pieces
+
+    data = read_photo_bytes(photo)  # read once: pixels and EXIF focal length
+    image = read_photo(photo, data)
+    result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=exif_focal_35mm(data))
+    if debug:
+        import cv2
+
+        if not cv2.imwrite(debug, result.debug_image):
+            raise _BadInput(f"cannot write the debug image {debug!r} (use .png or .jpg)")
+    return result

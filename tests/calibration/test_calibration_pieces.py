@@ -194,6 +194,32 @@ def test_calibrate_pieces_command_adds_pieces_and_colours_to_a_profile(tmp_path:
     assert "camera.image_size is missing" in capsys.readouterr().err
 
 
+def test_calibrate_pieces_command_combines_several_photos_and_skips_one_it_cannot_measure(tmp_path: Path, capsys):
+    boxes, truth = _scene(1.0, keeps=("red", "green"))
+    photos = [tmp_path / "north.png", tmp_path / "table.png", tmp_path / "east.png"]
+    cv2.imwrite(str(photos[0]), _photo(boxes, 60, 20, 440))
+    cv2.imwrite(str(photos[1]), np.full((480, 640, 3), 120, np.uint8))  # no mat in view
+    # From 70 degrees the keep's top hardly moves with its height: that photo leaves it unmeasured.
+    cv2.imwrite(str(photos[2]), _photo(boxes, 70, 110, 460))
+    camera = tmp_path / "camera.json"
+    camera.write_text(json.dumps({"format": FORMAT, "camera": CAMERA.to_json()}))
+    profile = tmp_path / "set.json"
+    assert main(["calibrate", "pieces", *map(str, photos), "-o", str(profile), "--profile", str(camera),
+                 "--debug", str(tmp_path / "debug.png")]) == 0
+    out = capsys.readouterr().out
+    assert "from 2 photos" in out and f"skipped {photos[1]}: no calibration mat found" in out
+    prof = load_profile(profile)
+    for kind, (length, width) in truth.items():
+        assert getattr(prof.pieces, kind).footprint_mm == pytest.approx((length, width), abs=1.0), kind
+    assert prof.pieces.keep.height_mm == pytest.approx(22.0, abs=1.0)
+    assert prof.pieces.tower.height_mm == pytest.approx(42.0, abs=1.0)
+    assert set(prof.colours.keeps) == {"red", "green"}
+    assert [p.name for p in sorted(tmp_path.glob("debug-*.png"))] == ["debug-1.png", "debug-3.png"]
+    # Only photos no one can measure: nothing is written, and each photo's reason is given.
+    assert main(["calibrate", "pieces", str(photos[1]), str(photos[1]), "-o", str(tmp_path / "none.json")]) == 2
+    assert "no photo could be measured" in capsys.readouterr().err and not (tmp_path / "none.json").exists()
+
+
 def test_pieces_that_cannot_be_one_set_are_refused():
     # Each piece is measured right, but a 70 mm "long wall" with a 22 mm tower and 32 mm short wall
     # breaks G3 (a long wall is two short walls and a tower: 86 mm). From a real set that means one
