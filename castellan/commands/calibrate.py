@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
@@ -124,10 +125,16 @@ def run_pieces(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
     try:
         prof = load_profiles(args.profile)
-        measured = []
+        measured, seen = [], {}
         for i, photo in enumerate(args.photos):
+            data = read_photo_bytes(photo)  # read once: pixels and EXIF focal length
+            # One photo given twice would count as two views that agree.
+            digest = hashlib.sha256(data).hexdigest()
+            if digest in seen:
+                raise _BadInput(f"{photo} is the same photo as {seen[digest]}: give each photo once")
+            seen[digest] = photo
             try:
-                result = _measure_photo(photo, prof, _debug_path(args.debug, i, len(args.photos)))
+                result = _measure_photo(photo, data, prof, _debug_path(args.debug, i, len(args.photos)))
             except PieceMeasureError as exc:
                 if len(args.photos) == 1:
                     raise
@@ -178,12 +185,11 @@ def _debug_path(debug: str | None, index: int, count: int) -> str | None:
     return str(p.with_name(f"{p.stem}-{index + 1}{p.suffix}"))
 
 
-def _measure_photo(photo: str, prof, debug: str | None):
-    """calibrate pieces on one photo file (PieceMeasureError if it cannot be measured)."""
+def _measure_photo(photo: str, data: bytes, prof, debug: str | None):
+    """calibrate pieces on one photo file's bytes (PieceMeasureError if it cannot be measured)."""
     from calibration.camera import exif_focal_35mm
     from calibration.pieces import measure_pieces
 
-    data = read_photo_bytes(photo)  # read once: pixels and EXIF focal length
     image = read_photo(photo, data)
     result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=exif_focal_35mm(data))
     if debug:

@@ -216,8 +216,14 @@ def test_calibrate_pieces_command_combines_several_photos_and_skips_one_it_canno
     assert set(prof.colours.keeps) == {"red", "green"}
     assert [p.name for p in sorted(tmp_path.glob("debug-*.png"))] == ["debug-1.png", "debug-3.png"]
     # Only photos no one can measure: nothing is written, and each photo's reason is given.
-    assert main(["calibrate", "pieces", str(photos[1]), str(photos[1]), "-o", str(tmp_path / "none.json")]) == 2
-    assert "no photo could be measured" in capsys.readouterr().err and not (tmp_path / "none.json").exists()
+    cv2.imwrite(str(tmp_path / "floor.png"), np.full((480, 640, 3), 60, np.uint8))
+    assert main(["calibrate", "pieces", str(photos[1]), str(tmp_path / "floor.png"), "-o", str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no photo could be measured" in err and "floor.png: no calibration mat found" in err
+    assert not (tmp_path / "none.json").exists()
+    # One photo given twice would pass for two views that agree.
+    assert main(["calibrate", "pieces", str(photos[0]), str(photos[0]), "-o", str(tmp_path / "twice.json")]) == 2
+    assert "is the same photo as" in capsys.readouterr().err and not (tmp_path / "twice.json").exists()
 
 
 def test_pieces_that_cannot_be_one_set_are_refused():
