@@ -11,3 +11,5 @@ def test_cached_renders_are_named_by_light_and_scene_version():
     assert render_stem(600, even_light=True) != render_stem(600, even_light=False)
     assert render_stem(600, even_light=True) != render_stem(601, even_light=True)
     assert f"v{SCENE_VERSION}" in render_stem(600, even_light=True)
+    # A further view of one scene is cached apart from its first.
+    assert render_stem(600, even_light=True, view=1) != render_stem(600, even_light=True)

@@ -25,3 +25,15 @@ def test_rendered_sets_differ_in_size_and_proportion():
     pitches = [st["tower"][0] + st["short_wall"][0] for st in sets]
     shares = [st["tower"][0] / (st["tower"][0] + st["short_wall"][0]) for st in sets]
     assert np.ptp(pitches) > 5.0 and np.ptp(shares) > 0.02
+
+
+def test_a_further_view_photographs_the_same_set_from_elsewhere():
+    # `calibrate pieces` combines photos of one set from several sides; the benchmark renders them so.
+    from synth.calibration_scene import render_calibration_jpeg
+
+    _, first = render_calibration_jpeg(seed=5, width=160, height=120, spp=1)
+    _, again = render_calibration_jpeg(seed=5, width=160, height=120, spp=1, view=1)
+    assert again["pieces"] == first["pieces"] and again["table"] == first["table"]
+    assert again["conditions"]["lights"] == first["conditions"]["lights"]
+    assert again["camera"]["centre_mm"] != first["camera"]["centre_mm"]
+    assert 55 <= again["conditions"]["elevation_deg"] <= 85
