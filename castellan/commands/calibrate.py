@@ -143,12 +143,13 @@ def run_pieces(args: argparse.Namespace) -> int:
             measured.append((result, photo))
         if not measured:
             raise _BadInput("no photo could be measured:\n" + "\n".join(f"  {p}: {why}" for p, why in skipped.items()))
+        spread = None
         if len(args.photos) == 1:
             result = measured[0][0]
             pieces, colours, notes = result.pieces, result.colours, result.notes
         else:
             combined = combine_measurements(*zip(*measured))
-            pieces, colours, notes = combined.pieces, combined.colours, combined.notes
+            pieces, colours, notes, spread = combined.pieces, combined.colours, combined.notes, combined.spread_mm
         # A misread piece (shadow, two pieces touching) must not become a profile that misleads readings.
         _write(Profile(pieces=pieces.check_proportions(source=", ".join(p for _, p in measured)), colours=colours),
                args.output)
@@ -161,7 +162,10 @@ def run_pieces(args: argparse.Namespace) -> int:
     for kind in ("tower", "short_wall", "long_wall", "keep"):
         s = getattr(pieces, kind)
         h = f", {s.height_mm:.1f} mm high" if s.height_mm is not None else ", height not measured (see the notes)"
-        print(f"  {kind.replace('_', ' ')}: {s.footprint_mm[0]:.1f} x {s.footprint_mm[1]:.1f} mm{h}")
+        # How far apart the photos' values were: a judge sees how well the photos agree.
+        apart = [v for v in (spread or {}).get(kind, ()) if v is not None]
+        agree = f" (the {len(measured)} photos' values up to {max(apart):.1f} mm apart)" if len(measured) > 1 and apart else ""
+        print(f"  {kind.replace('_', ' ')}: {s.footprint_mm[0]:.1f} x {s.footprint_mm[1]:.1f} mm{h}{agree}")
     print(f"  lattice pitch {pieces.lattice_pitch_mm:.1f} mm")
     for colour, kc in colours.keeps.items():
         print(f"  {colour} keep: hue {kc.hue_deg:.0f} deg, Lab ({kc.lab[0]:.0f}, {kc.lab[1]:.0f}, {kc.lab[2]:.0f})")

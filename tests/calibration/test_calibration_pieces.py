@@ -208,6 +208,7 @@ def test_calibrate_pieces_command_combines_several_photos_and_skips_one_it_canno
                  "--debug", str(tmp_path / "debug.png")]) == 0
     out = capsys.readouterr().out
     assert "from 2 photos" in out and f"skipped {photos[1]}: no calibration mat found" in out
+    assert "the 2 photos' values up to" in out  # how well they agree, per piece
     prof = load_profile(profile)
     for kind, (length, width) in truth.items():
         assert getattr(prof.pieces, kind).footprint_mm == pytest.approx((length, width), abs=1.0), kind
