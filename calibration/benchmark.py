@@ -300,12 +300,15 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
              + (f"; each set photographed {views} times" if views > 1 else "")]
     for key in keys:
         if result[key]:
-            lines.append(f"{key}{' (view 0)' if views > 1 else ''}: " + _size_summary(result, key, result[key], photos))
+            line, result[f"{key}_wrong_sizes_passed"] = _size_summary(result[key], photos)
+            cpu = result["cpu_s"][key]
+            lines.append(f"{key}{' (view 0)' if views > 1 else ''}: {line}; CPU s per photo median "
+                         f"{statistics.median(cpu):.1f}, max {max(cpu):.1f}")
     for key in keys if views > 1 else ():
         for label, rows, of in ((f"{key}, every view as one photo", result[f"{key}_every_view"], photos * views),
                                 (f"{key}, the {views} views of a set combined", result[f"combined_{key}"], photos)):
             if rows:
-                lines.append(f"{label}: " + _size_summary(result, key, rows, of, cpu=False))
+                lines.append(f"{label}: " + _size_summary(rows, of)[0])
     lines.append(_renamed_line(result))
     if result["failures"]:
         lines.append("not measured: " + "; ".join(result["failures"]))
@@ -324,8 +327,9 @@ def _errors_line(errs: dict) -> str:
     return ", ".join(f"{k} {e[0]:+.2f}/{e[1]:+.2f}" + ("" if e[2] is None else f" h {e[2]:+.1f}") for k, e in errs.items())
 
 
-def _size_summary(result: dict, key: str, rows: list[dict], photos: int, cpu: bool = True) -> str:
-    """One line of size errors over `rows` (each a measured photo's or set's _size_errors, of `photos`)."""
+def _size_summary(rows: list[dict], photos: int) -> tuple[str, list[str]]:
+    """One line of size errors over `rows` (each a measured photo's or set's _size_errors, of `photos`),
+    and the sizes in it more than WRONG_SIZE_MM off."""
     lengths = [e[k][0] for e in rows for k in e]
     widths = [e[k][1] for e in rows for k in e]
     heights = [e[k][2] for e in rows for k in e if e[k][2] is not None]
@@ -334,18 +338,15 @@ def _size_summary(result: dict, key: str, rows: list[dict], photos: int, cpu: bo
     # A size more than twice the 1 mm aim off, written to a profile instead of refused.
     wrong = [f"{k} {'length' if i == 0 else 'width'} {e[k][i]:+.1f}" for e in rows for k in e for i in (0, 1)
              if abs(e[k][i]) > WRONG_SIZE_MM]
-    if cpu:
-        result[f"{key}_wrong_sizes_passed"] = wrong
-    return ((f"length error mm {_stats(lengths)}; width error mm {_stats(widths)}; ")
+    line = (f"length error mm {_stats(lengths)}; width error mm {_stats(widths)}; "
             + (f"height error mm {_stats(heights)}, {sum(abs(v) <= 1.0 for v in heights)} of {len(heights)} "
                "within 1 mm; " if heights else "")
             # A height the photo could not show is left out of the profile (calibration.pieces): say how
             # many, so that leaving heights out cannot pass for measuring them better.
             + f"heights not measured: {sum(e[k][2] is None for e in rows for k in e)} of {len(rows) * len(rows[0])}; "
             + f"{within:.0f} % of footprint sizes within 1 mm ({len(rows)}/{photos} measured); {per_kind}; "
-            + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
-            + (f"; CPU s per photo median {statistics.median(result['cpu_s'][key]):.1f}, "
-               f"max {max(result['cpu_s'][key]):.1f}" if cpu else ""))
+            + f"sizes off by more than {WRONG_SIZE_MM:g} mm passed: {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else ""))
+    return line, wrong
 
 
 def render_stem(seed: int, even_light: bool, view: int = 0) -> str:
