@@ -244,7 +244,9 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     # machine are not counted), refused ones too.
     keys = ("with_profile", "without_profile")
     result: dict = {"with_profile": [], "without_profile": [], "failures": [], "renamed": [],
-                    "cpu_s": {"with_profile": [], "without_profile": []}}
+                    "cpu_s": {"with_profile": [], "without_profile": []},
+                    # Each measured photo's errors and notes (what a height left unmeasured had been fitted at).
+                    "measurements": []}
     if views > 1:
         result.update({f"{k}_every_view": [] for k in keys} | {f"combined_{k}": [] for k in keys})
     if seed is None:
@@ -274,6 +276,7 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
                     continue
                 measured[key].append((m, jpg.name))
                 errs = _size_errors(m.pieces, sizes)
+                result["measurements"].append({"photo": jpg.name, "profile": key, "errors": errs, "notes": list(m.notes)})
                 if view == 0:
                     result[key].append(errs)
                 if views > 1:
