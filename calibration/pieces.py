@@ -1160,7 +1160,6 @@ def _measured(fitted: "_Fitted") -> PieceMeasurement:
     _check_shapes(fits)
     _check_heights(fits)
     _check_set(fits)
-    _hold_tower_height_g3_disputes(fits, fitted.scene, notes)
     pieces = _piece_profile(fits)
     colours = _colour_profile(fits, notes)
     debug = _debug_image(fitted.rect_u8, fits, fitted.scene.nadir, fitted.scene.cam_z)
@@ -2140,51 +2139,6 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
                      f"{'its height was' if one else 'their heights were'} not measured (a wall's is taken from the other "
                      f"wall when that one's was, the others' from the usual proportions); to measure "
                      f"{'it' if one else 'them'}, {advice}")
-
-
-# A tower's height and its side trade off in a view (a smaller footprint under a taller top looks
-# much the same), and its own fit can settle anywhere along that valley: on renders measured in
-# sessions 40-45 towers passed 3 to 16 mm too tall with a side only 0.4-1.8 mm small. G3 gives the tower's side without its own fit (the long wall less two short
-# walls), so the tower is fitted again at that side with its height free: if the two heights are further
-# apart than TOWER_HEIGHT_AGREE_MM they cannot both be within the 1 mm the profile aims at, the photo
-# does not fix the height apart from a side it cannot tell to a millimetre, and the height is left
-# unmeasured. (Session 46, a probe of this check on 104 development photos, seeds 3500-3539 in both
-# lights, 74 towers with a measured height: 6 of the 14 more than 2 mm off were caught and 3 of the 44
-# within 1 mm lost; the towers' heights left measured were 1.32 -> 1.00 mm off on average.)
-TOWER_HEIGHT_AGREE_MM = 2.0
-
-
-def _held_side_fit(f: PieceFit, scene: _Scene, side: float) -> float | None:
-    """Square piece `f` fitted to the photo again with its side held at `side` mm: its height then, or None."""
-    model = _appearance(f, scene, pad_mm=8.0 + abs(side - f.length_mm))
-    if model is None:
-        return None
-    now = _to_fit(f.box, True)
-    free = [0, 1, 2, 4]  # centre, turn and height; the side (3) held
-
-    def cost(q: np.ndarray) -> float:
-        return model.cost(np.array([q[0], q[1], q[2], side, q[3]]))
-
-    res = _lowest_cost_search(cost, [now[free]], _simplex_steps(True)[free])
-    return float(res.x[3])
-
-
-def _hold_tower_height_g3_disputes(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
-    """Leave the tower's height unmeasured when the side G3 gives it moves the height the photo
-    prefers by more than TOWER_HEIGHT_AGREE_MM (the reader then takes the spec's proportion, and
-    another photo of the set measures it: calibration.combined)."""
-    tower, short, long_ = _grey_by_kind(fits)
-    if not tower.height_measured:
-        return
-    side = long_.length_mm - 2 * short.length_mm
-    height = _held_side_fit(tower, scene, side)
-    if height is None or abs(height - tower.height_mm) <= TOWER_HEIGHT_AGREE_MM:
-        return
-    tower.height_measured = False
-    notes.append(f"the tower's height was not measured: fitted {tower.height_mm:.1f} mm high on its own "
-                 f"{tower.length_mm:.1f} mm side, but {height:.1f} mm on the {side:.1f} mm side the walls give "
-                 f"it (a long wall is two short walls and a tower long), so this photo does not fix it; the "
-                 f"usual proportions are used (photos of the same pieces from other sides can measure it)")
 
 
 def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:

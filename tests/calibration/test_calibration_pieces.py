@@ -320,30 +320,6 @@ def test_a_fit_gone_off_the_photo_shows_no_height():
     assert _height_support(runaway, scene, np.ones(shape, bool)) == 0.0
 
 
-def test_a_towers_height_its_side_from_the_walls_disputes_is_not_measured():
-    # A tower's height and side trade off in a view: renders passed towers 3-16 mm too tall on a side
-    # 0.4-1.8 mm small. G3 gives the side without the tower's own fit (long wall less two short walls);
-    # fitted at that side the photo puts the top elsewhere, so that height is not measured. A tower
-    # fitted right agrees with it and keeps its height.
-    from calibration.pieces import _fit_pieces, _hold_tower_height_g3_disputes, _measured
-
-    boxes, _ = _scene(1.0, slots=True)
-    fitted = _fit_pieces(_photo(boxes, 60, 90, 420), CAMERA, None)
-    m = _measured(fitted)
-    tower = next(f for f in m.fits if f.kind == "tower")
-    right = copy.deepcopy(m.fits)
-    notes: list[str] = []
-    _hold_tower_height_g3_disputes(right, fitted.scene, notes)
-    assert next(f for f in right if f.kind == "tower").height_measured and not notes
-    assert tower.height_mm == pytest.approx(42.0, abs=1.0)
-
-    # The same tower settled along the valley: 0.8 mm small and 8 mm too tall (as development render any_3502 was).
-    tower.box = tower.box + np.array([0, 0, 0, -0.8, -0.8, 8.0])
-    _hold_tower_height_g3_disputes(m.fits, fitted.scene, notes)
-    assert not tower.height_measured
-    assert len(notes) == 1 and notes[0].startswith("the tower's height was not measured")
-
-
 def _regions(shape_mm, rects, ppm=4.0):
     """Labels of axis-aligned rectangles (x0, y0, x1, y1 in mm), numbered from 1."""
     labels = np.zeros((int(shape_mm[1] * ppm), int(shape_mm[0] * ppm)), np.int32)
