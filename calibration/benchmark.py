@@ -245,10 +245,10 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
     keys = ("with_profile", "without_profile")
     result: dict = {"with_profile": [], "without_profile": [], "failures": [], "renamed": [],
                     "cpu_s": {"with_profile": [], "without_profile": []},
-                    # Each measured photo's errors and notes (what a height left unmeasured had been fitted at).
+                    # Each measured photo's errors and notes (a height left unmeasured: what it had been fitted at).
                     "measurements": []}
     if views > 1:
-        result.update({f"{k}_every_view": [] for k in keys} | {f"combined_{k}": [] for k in keys})
+        result.update({f"combined_{k}": [] for k in keys})
     if seed is None:
         seed = 200 if even_light else 100
 
@@ -276,11 +276,8 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
                     continue
                 measured[key].append((m, jpg.name))
                 errs = _size_errors(m.pieces, sizes)
-                result["measurements"].append({"photo": jpg.name, "profile": key, "errors": errs, "notes": list(m.notes)})
-                if view == 0:
-                    result[key].append(errs)
-                if views > 1:
-                    result[f"{key}_every_view"].append(errs)
+                result["measurements"].append({"photo": jpg.name, "view": view, "profile": key, "errors": errs,
+                                               "notes": list(m.notes)})
                 c = truth["conditions"]
                 print(f"{jpg.name} el {c['elevation_deg']:.0f} lights {'+'.join(l['kind'] for l in c['lights'])} "
                       f"table {truth['table']['name']} {key}: {_errors_line(errs)}", file=sys.stderr)
@@ -297,6 +294,12 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
             errs = _size_errors(combined.pieces, sizes)
             result[f"combined_{key}"].append(errs)
             print(f"{label} combined: {_errors_line(errs)}", file=sys.stderr)
+    # The single-photo rows, derived from the measurements: view 0's (comparable with one-view runs) and every view's.
+    for key in keys:
+        rows = [r for r in result["measurements"] if r["profile"] == key]
+        result[key] = [r["errors"] for r in rows if r["view"] == 0]
+        if views > 1:
+            result[f"{key}_every_view"] = [r["errors"] for r in rows]
     lines = [f"{photos} Mitsuba renders (seeds {seed}-{seed + photos - 1}) of loose pieces on an A4 mat (1280x960, {spp} spp, "
              f"{'even light, framed on the mat' if even_light else 'any light and framing'}) in {cache}; "
              "error = measured - rendered size (wall length face to face, without its end tabs)"
