@@ -15,12 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.pieces import PieceMeasureError, PieceMeasurement
+from calibration.pieces import AGREE_MM, PieceMeasureError, PieceMeasurement
 from calibration.profiles import PIECE_KINDS, ColourProfile, KeepColour, PieceProfile, PieceSize, _lab_hue
-
-# Two photos whose values of a size differ by more than this (mm) cannot both be within the 1 mm
-# calibrate pieces aims at; a value more than half this from the photos' median is left out.
-AGREE_MM = 2.0
 
 _SIZE_NAMES = ("length", "width", "height")
 

@@ -56,7 +56,7 @@ outline ends, away from the camera: when that end lies past the sheet or behind 
 hardly moves with the height (a view from nearly straight above), the piece is fitted again with its
 height held (a wall at the other wall's, any other piece at the spec's proportion to its length) and
 its height is left unmeasured, with a note (_hold_unseen_heights); so is a tower found again from the
-set after less than a third of its side stood out (TOWER_PART_SHARE_MAX).
+set after less than a third of its side stood out (TOWER_PART_GROWTH).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
@@ -2158,7 +2158,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
 # development render calib_v2_even_3634 a tower found from 0.30 of its side came back 0.7 mm small and
 # 5.6 mm too tall with a camera profile (1.3 mm short without). Towers found from more than a third of
 # their side (the search's reach until session 47) keep their heights as before.
-TOWER_PART_SHARE_MAX = 3.0
+TOWER_PART_GROWTH = 3.0
 
 
 def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
@@ -2185,7 +2185,7 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> No
         done.add(f.kind)
         old = f.length_mm
         _apply_appearance(f, model, x)
-        f.found_from_part = f.kind == "tower" and f.length_mm > TOWER_PART_SHARE_MAX * old
+        f.found_from_part = f.kind == "tower" and f.length_mm > TOWER_PART_GROWTH * old
         notes.append(f"the {f.kind.replace('_', ' ')} was fitted again from the size the other pieces give it "
                      f"({old:.1f} -> {f.length_mm:.1f} mm long): the photo fits that size better")
 
@@ -2344,19 +2344,19 @@ def _check_heights(fits: list[PieceFit]) -> None:
             + "stand the grey pieces on the mat's white squares where you can, and take the photo again")
 
 
-# The keeps are one moulding: keeps measured further apart than this cannot all be within the 1 mm
-# the measurement aims at (as calibration.combined.AGREE_MM for photos of one piece). A keep with its
-# sides in shade on black squares is fitted to its top alone, like a tower (_top_start): on development
-# render calib_v2_even_2607 three keeps of 15.8 mm measured 15.0, 10.7 and 10.7 mm (a camera profile),
-# and once its tower, fitted to a part of its top, was found again from the set, their median passed
-# 4.2 mm small.
-KEEP_AGREE_MM = 2.0
+# Two sizes of one piece (or of one moulding) further apart than this (mm) cannot both be within the
+# 1 mm calibrate pieces aims at: the keeps of one photo (_check_keeps), and one piece's values on
+# several photos (calibration.combined). A keep with its sides in shade on black squares is fitted to
+# its top alone, like a tower (_top_start): on development render calib_v2_even_2607 (a camera
+# profile) three keeps of 15.8 mm measured 10.7, 11.6 and 15.8 mm, and once its tower, fitted to a
+# part of its top, was found again from the set, their median passed 4.2 mm small.
+AGREE_MM = 2.0
 
 
 def _check_keeps(fits: list[PieceFit]) -> None:
     """Refuse keep sizes that cannot all be right: the keeps are one size."""
     sides = sorted((f.length_mm + f.width_mm) / 2 for f in fits if f.kind == "keep")
-    if sides and sides[-1] - sides[0] > KEEP_AGREE_MM:
+    if sides and sides[-1] - sides[0] > AGREE_MM:
         raise PieceMeasureError(
             f"the keeps measured {', '.join(f'{v:.1f}' for v in sides)} mm across, but every keep is the same "
             "size, so some were not seen whole (a keep's side in shade on a black square looks like the ink); "

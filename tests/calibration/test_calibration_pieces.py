@@ -422,7 +422,7 @@ def _set_fits(tower: float, short: float, long_: float, thickness: float = 9.0,
 
 def test_keeps_that_cannot_all_be_one_size_are_refused():
     # A keep whose sides in shade on black squares look like the ink is fitted to its top: on a
-    # development render three 15.8 mm keeps measured 15.0, 10.7 and 10.7 mm, and their median passed
+    # development render three 15.8 mm keeps measured 10.7, 11.6 and 15.8 mm, and their median passed
     # 4.2 mm small. The keeps are one moulding, so sizes further apart than 2 mm refuse the photo;
     # keeps within that pass.
     from calibration.pieces import PieceFit, _check_keeps
