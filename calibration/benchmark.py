@@ -277,7 +277,7 @@ def bench_pieces_render(photos: int, spp: int, cache: Path, even_light: bool = T
                 measured[key].append((m, jpg.name))
                 errs = _size_errors(m.pieces, sizes)
                 result["measurements"].append({"photo": jpg.name, "view": view, "profile": key, "errors": errs,
-                                               "notes": list(m.notes)})
+                                               "keeps": _keep_errors(m.fits, sizes["keep"]), "notes": list(m.notes)})
                 c = truth["conditions"]
                 print(f"{jpg.name} el {c['elevation_deg']:.0f} lights {'+'.join(l['kind'] for l in c['lights'])} "
                       f"table {truth['table']['name']} {key}: {_errors_line(errs)}", file=sys.stderr)
@@ -327,6 +327,13 @@ def _size_errors(pieces: PieceProfile, sizes: dict) -> dict:
     return {kind: (getattr(pieces, kind).footprint_mm[0] - ln, getattr(pieces, kind).footprint_mm[1] - wd,
                    None if getattr(pieces, kind).height_mm is None else getattr(pieces, kind).height_mm - ht)
             for kind, (ln, wd, ht) in sizes.items()}
+
+
+def _keep_errors(fits: list, size: list[float]) -> dict:
+    """Each keep's own (length, width, height) error in mm, by colour: the profile keeps their median,
+    and _check_keeps refuses keeps more than AGREE_MM apart, so this shows how near that came."""
+    return {f.colour: [f.length_mm - size[0], f.width_mm - size[1], f.height_mm - size[2]]
+            for f in fits if f.kind == "keep"}
 
 
 def _errors_line(errs: dict) -> str:
