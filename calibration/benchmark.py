@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
-from calibration.pieces import (CROWN, RENAMED_TOWER, TOWER_SLOT, WALL_MERLON, PieceMeasureError, measure_pieces,
+from calibration.pieces import (CROWN, RENAMED_TOWER, TOWER_SLOT, WALL_MERLON, PieceFit, PieceMeasureError, measure_pieces,
                                 wall_merlon_starts)
 from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
                                   Profile)
@@ -329,7 +329,7 @@ def _size_errors(pieces: PieceProfile, sizes: dict) -> dict:
             for kind, (ln, wd, ht) in sizes.items()}
 
 
-def _keep_errors(fits: list, size: list[float]) -> dict:
+def _keep_errors(fits: list[PieceFit], size: list[float]) -> dict:
     """Each keep's own (length, width, height) error in mm, by colour: the profile keeps their median,
     and _check_keeps refuses keeps more than AGREE_MM apart, so this shows how near that came."""
     return {f.colour: [f.length_mm - size[0], f.width_mm - size[1], f.height_mm - size[2]]

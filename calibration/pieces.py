@@ -500,9 +500,9 @@ TOWER_SLOT = (0.26, 0.12, 0.77)
 
 def _slot_faces(body: list, axes: np.ndarray, nadir: np.ndarray, cam_z: float, height: float) -> list:
     """A tower's slots (TOWER_SLOT) in its body's visible sides: for each, its opening (a convex
-    polygon on the mat) and the faces inside it that the camera sees, as (orientation, polygon): the
-    slot's back and the one of its walls turned towards the camera. What the opening shows of neither
-    is the mat."""
+    polygon on the mat) and the faces inside it that the camera sees (polygons; lit alike, in the
+    slot's shade: TOWER_SLOT_INSIDE): the slot's back and the one of its walls turned towards the
+    camera. What the opening shows of neither is the mat."""
     width, depth, top = TOWER_SLOT
     k = cam_z / max(cam_z - top * height, 1e-3)
 
@@ -520,8 +520,7 @@ def _slot_faces(body: list, axes: np.ndarray, nadir: np.ndarray, cam_z: float, h
         mid, half, inward = (b0 + b1) / 2, u * width * side_mm / 2, -n * depth * side_mm
         s = 1.0 if np.dot(nadir - mid, u) >= 0 else -1.0  # the slot's wall at -s end faces the camera
         wall_foot = np.array([mid - s * half, mid - s * half + inward])
-        inside = [(side, upright(np.array([mid - half + inward, mid + half + inward]))),
-                  (int(np.argmax(axes @ (s * u))), upright(wall_foot))]
+        inside = [upright(np.array([mid - half + inward, mid + half + inward])), upright(wall_foot)]
         out.append((upright(np.array([mid - half, mid + half])), inside))
     return out
 
@@ -622,8 +621,8 @@ def _side_height(base: np.ndarray, side: int, height: float, nadir: np.ndarray, 
                  pts: np.ndarray) -> np.ndarray:
     """The height (a share of the piece's `height`: 0 at its foot, 1 at its top) at which the line of
     sight to each of `pts` (mat mm) meets the plane of the piece's `side` (0..3: along +x, -y, -x, +y),
-    given its footprint's corners `base` (_box_corners). Merlons, tabs and a slot's inside are taken
-    as lying in their side's plane."""
+    given its footprint's corners `base` (_box_corners). Merlons and tabs are taken as lying in their
+    side's plane."""
     b0, b1 = base[side], base[(side + 1) % 4]
     # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
     # k = cam_z / (cam_z - z): solve for k.
@@ -832,12 +831,13 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         if slot_faces:
             # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
             # openings do not overlap, so one map of them all clips each slot's inside.)
-            openings = np.zeros(shape)
+            openings, insides = np.zeros(shape), np.zeros(shape)
             for opening, _ in slot_faces:
                 grid.cover(opening, ramp, openings)
             for _, inside in slot_faces:
-                for _, poly in inside:
-                    grid.cover(poly, ramp, regions.setdefault(TOWER_SLOT_INSIDE, np.zeros(shape)), openings)
+                for poly in inside:
+                    grid.cover(poly, ramp, insides, openings)
+            regions[TOWER_SLOT_INSIDE] = insides
             in_front = np.minimum(openings if in_front is None else in_front + openings, 1.0)
         for side, poly in body_faces:
             grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)),
