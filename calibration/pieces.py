@@ -996,6 +996,17 @@ def _refine_by_appearance(f: PieceFit, scene: _Scene) -> None:
         for k in (0.9, 1.1):
             starts.append(_proportional_start(q0, f.kind, k * q0[3]))
     best = _appearance_search(model, starts)
+    # The window was cut around the box the outline gave, which a shadow can carry far from the
+    # piece: under two lamps on development render calib_v2_any_3653 the outline's box stood 15 mm
+    # off a tower, and the tower, fitted in a window that cut off part of where it stands, settled
+    # 9.7 mm too tall with its footprint 4 mm towards the camera. So the fit is searched again in a
+    # window around where it settled, also from the spec's proportions for its length.
+    moved = copy.copy(f)
+    moved.box = _expand(best.x, square)
+    recentred = _appearance(moved, scene)
+    if recentred is not None:
+        model = recentred
+        best = _appearance_search(model, [best.x, _proportional_start(best.x, f.kind)])
     dist = _model_distance(model.pts, _expand(best.x, square, tabs), scene.nadir, scene.cam_z)
     f.deep_shadow = _deep_share(dist, model.norm, model.t)
     _apply_appearance(f, model, best.x)
@@ -1166,7 +1177,10 @@ def _measured(fitted: "_Fitted") -> PieceMeasurement:
     _check_light(fits, notes, fitted.scene)
     _one_wall_height(fits, fitted.scene, notes)
     _joint_wall_height(fits, fitted.scene, notes)
-    _agree_with_set(fits, fitted.scene, notes)
+    if {"short_wall", "long_wall"} & _agree_with_set(fits, fitted.scene, notes):
+        # The walls' one height was fitted with a wall at a wrong size (development render
+        # calib_v2_even_3646: a short wall 45 mm long for 36.5 left it 5.1 mm low once refitted).
+        _joint_wall_height(fits, fitted.scene, notes)
     _hold_unseen_heights(fits, fitted.scene, notes)
     _check_shapes(fits)
     _check_heights(fits)
@@ -2169,7 +2183,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
 TOWER_PART_GROWTH = 3.0
 
 
-def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:
+def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> set[str]:
     """When the sizes would be refused as not one set (_set_problem), each grey piece is fitted
     again starting from the lengths the other pieces give it: G3 from the other two, and the spec's
     proportions from each of them. A new fit is kept only where it explains the photo better (a
@@ -2182,13 +2196,13 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> No
     can be off (two walls a merlon long each, on a development render), but a piece that was right
     can also fit a little better at a wrong size (a tower 2.3 mm short, when all three were refitted
     at once). The sizes are checked again afterwards as before (the checks decide whether they are
-    measured)."""
+    measured). Returns the kinds refitted."""
     done: set[str] = set()
     while len(done) < 3 and _set_problem(fits) is not None:
         changes = [c for f in _grey_by_kind(fits) if f.kind not in done
                    and (c := _search_from_set(f, fits, scene)) is not None]
         if not changes:
-            return
+            return done
         gain, f, model, x = max(changes, key=lambda c: c[0])
         done.add(f.kind)
         old = f.length_mm
@@ -2196,6 +2210,7 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> No
         f.found_from_part = f.kind == "tower" and f.length_mm > TOWER_PART_GROWTH * old
         notes.append(f"the {f.kind.replace('_', ' ')} was fitted again from the size the other pieces give it "
                      f"({old:.1f} -> {f.length_mm:.1f} mm long): the photo fits that size better")
+    return done
 
 
 def _set_lengths(f: PieceFit, fits: list[PieceFit]) -> list[float]:
