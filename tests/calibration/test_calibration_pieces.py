@@ -509,8 +509,8 @@ def test_two_wrong_sizes_that_make_one_set_are_found_again():
     # A tower shrunk to its lit top and a long wall short by as much keep G3 between them (held-out
     # render calib_v2_any_3656: 6.7 mm small and 8.1 mm short, G3 within 1.2 mm) and passed every
     # check. The pieces are searched from the lengths the others give them even when the sizes make
-    # one set, and the photo decides: both come back to their size.
-    from calibration.pieces import _grey_by_kind, _measured, _set_problem
+    # one set (as measure_pieces does), and the photo decides: both come back to their size.
+    from calibration.pieces import _agree_with_set, _grey_by_kind, _set_problem
 
     fitted, truth = _fitted_set()
     tower, _, long_ = _grey_by_kind(fitted.fits)
@@ -521,8 +521,10 @@ def test_two_wrong_sizes_that_make_one_set_are_found_again():
     long_.centre_mm = tuple(np.asarray(long_.centre_mm) + axis * shrink / 2)  # one end where it was
     long_.length_mm -= shrink
     assert _set_problem(fitted.fits) is None  # as they settled, the sizes would be written to a profile
-    m = _measured(fitted)
-    _assert_footprints(m, {k: truth[k] for k in ("tower", "short_wall", "long_wall")}, abs_mm=1.0)
+    _agree_with_set(fitted.fits, fitted.scene, fitted.notes, always=True)
+    for f in (tower, long_):
+        assert f.length_mm == pytest.approx(truth[f.kind][0], abs=1.0), f.kind
+        assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
 
 
 def test_walls_of_different_heights_are_refused():
