@@ -44,10 +44,11 @@ not a tower and two walls, the two are named the other way round and fitted agai
 is kept where both pieces fit the photo at least as well under it (_swap_tower_and_short_wall).
 
 The three grey pieces must make one set: a long wall is two short walls and a tower long (rules.md
-G3), and both walls are one moulding (one thickness). When the sizes would be refused, each piece is
-fitted again from the lengths the others give it (G3, and the spec's proportions to each), and a new
-fit is kept only where the photo fits it better (_agree_with_set): the appearance fit can settle in a
-local minimum (a tower shrunk to its lit top, a wall a merlon off), and more than one piece at once.
+G3), and both walls are one moulding (one thickness). Each piece is fitted again from the lengths the
+others give it (G3, and the spec's proportions to each), and a new fit is kept only where the photo
+fits it better (_agree_with_set): the appearance fit can settle in a local minimum (a tower shrunk to
+its lit top, a wall a merlon off), and more than one piece at once, even so that the wrong sizes still
+make one set. After a wall is refitted so, the walls are fitted with one height again.
 Before that, the walls are fitted as one moulding: a wall's height and length trade off in a view,
 and a wall fitted too high comes out too short. Walls of clearly different heights are refitted at
 the height of the one whose top was seen (_one_wall_height); otherwise both are fitted again with the
