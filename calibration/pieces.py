@@ -2189,8 +2189,8 @@ TOWER_PART_GROWTH = 3.0
 
 
 def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str], always: bool = False) -> set[str]:
-    """When the sizes would be refused as not one set (_set_problem), each grey piece is fitted
-    again starting from the lengths the other pieces give it: G3 from the other two, and the spec's
+    """While the sizes would be refused as not one set (_set_problem), or with `always` whether or
+    not they would, each grey piece is fitted again starting from the lengths the other pieces give it: G3 from the other two, and the spec's
     proportions from each of them. A new fit is kept only where it explains the photo better (a
     lower appearance cost on the same pixels): the appearance fit settles in local minima (a tower
     shrunk to its lit top when its sides in shade look like the black ink, a wall a merlon short or
@@ -2201,8 +2201,8 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str], alway
     can be off (two walls a merlon long each, on a development render), but a piece that was right
     can also fit a little better at a wrong size (a tower 2.3 mm short, when all three were refitted
     at once). The sizes are checked again afterwards as before (the checks decide whether they are
-    measured). With `always`, the search runs over all three pieces even when the sizes pass: two
-    wrong sizes can make one set. Returns the kinds refitted."""
+    measured). measure_pieces passes `always` (two wrong sizes can make one set); without it the
+    search stops once the sizes make one set. Returns the kinds refitted."""
     done: set[str] = set()
     while len(done) < 3 and (always or _set_problem(fits) is not None):
         changes = [c for f in _grey_by_kind(fits) if f.kind not in done
@@ -2214,7 +2214,7 @@ def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str], alway
         old = f.length_mm
         _apply_appearance(f, model, x)
         f.found_from_part = f.kind == "tower" and f.length_mm > TOWER_PART_GROWTH * old
-        if abs(f.length_mm - old) >= 0.5:  # (a tenth of a millimetre more or less is no news)
+        if abs(f.length_mm - old) >= 0.5:  # (with `always`, most refits move a length by tenths: no news)
             notes.append(f"the {f.kind.replace('_', ' ')} was fitted again from the size the other pieces give it "
                          f"({old:.1f} -> {f.length_mm:.1f} mm long): the photo fits that size better")
     return done
