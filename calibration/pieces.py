@@ -2190,8 +2190,8 @@ TOWER_PART_GROWTH = 3.0
 
 def _agree_with_set(fits: list[PieceFit], scene: _Scene, notes: list[str], always: bool = False) -> set[str]:
     """While the sizes would be refused as not one set (_set_problem), or with `always` whether or
-    not they would, each grey piece is fitted again starting from the lengths the other pieces give it: G3 from the other two, and the spec's
-    proportions from each of them. A new fit is kept only where it explains the photo better (a
+    not they would, each grey piece is fitted again starting from the lengths the other pieces give
+    it: G3 from the other two, and the spec's proportions from each of them. A new fit is kept only where it explains the photo better (a
     lower appearance cost on the same pixels): the appearance fit settles in local minima (a tower
     shrunk to its lit top when its sides in shade look like the black ink, a wall a merlon short or
     long), which a start in the right basin leaves; the photo, not the rule, decides. A tower is also
