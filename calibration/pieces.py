@@ -429,7 +429,11 @@ def _edge_planes(poly: np.ndarray) -> tuple[list[float], list[float], list[float
     """A convex polygon's edges as outward unit normals (nx, ny) and offsets c (inside: n . p <= c)."""
     # Plain Python floats: called for every face at every step of the appearance fit, on 4 to 8
     # corners, where numpy's per-call overhead cost more than the arithmetic (a fifth of the fit).
-    pts = poly.tolist()
+    return _planes_of(poly.tolist())
+
+
+def _planes_of(pts: list[list[float]]) -> tuple[list[float], list[float], list[float]]:
+    """_edge_planes of corners given as a list of [x, y]."""
     n = len(pts)
     cx, cy = sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
     nxs, nys, cs = [], [], []
@@ -735,20 +739,26 @@ class _Grid:
     y0: float
     step: float
 
+    def __post_init__(self) -> None:
+        h, w = self.use.shape
+        self.xs = self.x0 + self.step * np.arange(w)  # the columns' and rows' coordinates (mm)
+        self.ys = self.y0 + self.step * np.arange(h)
+
     def cover(self, poly: np.ndarray, ramp_mm: float, out: np.ndarray, scale: np.ndarray | None = None) -> None:
         """Add the soft cover of the convex polygon `poly` (mm) to `out` (the grid's shape), times
         `scale` (same shape) where given."""
+        # (Plain Python for the bounds: called some 30 times a step of the appearance fit.)
         h, w = self.use.shape
-        (xmin, ymin), (xmax, ymax) = poly.min(axis=0).tolist(), poly.max(axis=0).tolist()
+        pts = poly.tolist()
+        px, py = [p[0] for p in pts], [p[1] for p in pts]
+        xmin, ymin, xmax, ymax = min(px), min(py), max(px), max(py)
         c0 = max(math.floor((xmin - ramp_mm - self.x0) / self.step), 0)
         r0 = max(math.floor((ymin - ramp_mm - self.y0) / self.step), 0)
         c1 = min(math.ceil((xmax + ramp_mm - self.x0) / self.step) + 1, w)
         r1 = min(math.ceil((ymax + ramp_mm - self.y0) / self.step) + 1, h)
         if c1 <= c0 or r1 <= r0:
             return
-        xs = self.x0 + self.step * np.arange(c0, c1)
-        ys = self.y0 + self.step * np.arange(r0, r1)
-        c = _cover_from_planes(xs[None, :], ys[:, None], *_edge_planes(poly), ramp_mm)
+        c = _cover_from_planes(self.xs[None, c0:c1], self.ys[r0:r1, None], *_planes_of(pts), ramp_mm)
         if scale is not None:
             c = c * scale[r0:r1, c0:c1]
         out[r0:r1, c0:c1] += c
