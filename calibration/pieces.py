@@ -2143,6 +2143,11 @@ _UNSEEN_HEIGHT = {
              "stand where the foot of their sides facing the camera looks like the print beside it (sides in "
              "shade on black squares)",
              "stand the pieces so the sides facing the camera stand on white paper"),
+    "shadow": ("stands where its top is seen over its own shadow, and without the paper in shadow the photo puts "
+               "its top elsewhere",
+               "stand where their tops are seen over their own shadows, and without the paper in shadow the photo "
+               "puts their tops elsewhere",
+               "light the mat evenly, or from the side rather than from behind the camera"),
 }
 
 
@@ -2159,7 +2164,33 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
         return "above"
     if max(_foot_seen(g, scene, compared) for g in group) < FOOT_SEEN_MIN:
         return "foot"
+    if _shadow_height_shift(f, scene) > SHADOW_HEIGHT_SHIFT_MM:
+        return "shadow"
     return None
+
+
+# A height that moves more than this (mm) when the piece is fitted again without the paper in deep
+# shadow around it rests on that paper (_shadow_height_shift).
+SHADOW_HEIGHT_SHIFT_MM = 2.0
+
+
+def _shadow_height_shift(f: PieceFit, scene: _Scene) -> float:
+    """How far (mm) piece `f`'s height moves when it is fitted again with the paper in deep shadow
+    (scene.deep_shadow) left out of the comparison; 0 when there is none near it. Paper in deep shadow
+    looks like grey plastic in shade, so it says nothing of where a piece ends; but a fit counts it,
+    and a piece grown over its own shadow explains it. With the light behind the camera a piece's
+    shadow falls where its top is seen: on development render calib_v2_any_3655 (a window 22 degrees
+    above the table, on the camera's side) a tower fitted 15.5 mm too tall over its shadow came back
+    within 0.5 mm of its height with that paper left out."""
+    x0, y0, x1, y1 = _bounds_around(f.box, scene, 8.0)
+    if scene.deep_shadow is None or not scene.deep_shadow[y0:y1, x0:x1].any():
+        return 0.0
+    model = _appearance(f, replace(scene, valid=scene.valid & ~scene.deep_shadow))
+    if model is None:
+        return 0.0
+    now = _to_fit(f.box, model.square)
+    best = _appearance_search(model, [now, _proportional_start(now, f.kind)])
+    return abs(float(best.x[-1] - now[-1]))  # (the height is the last fit parameter)
 
 
 def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -583,6 +584,52 @@ def test_walls_within_the_height_tolerance_are_fitted_with_one_height():
     for f in walls.values():
         assert f.length_mm == pytest.approx(truth[f.kind][0], abs=1.0), f.kind
         assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
+
+
+def _with_shadow_behind_tower(fitted, rise_mm: float):
+    """`fitted` with the white paper a tower `rise_mm` taller would cover beyond the tower's top (where
+    its shadow falls with the light behind the camera) darkened to a deep shadow, as the fit sees it."""
+    from shapely import contains_xy
+
+    from calibration.pieces import RECT_PX_PER_MM, _deeply_dark, _grey_by_kind, _hull, _white_print
+
+    scene = fitted.scene
+    tower = _grey_by_kind(fitted.fits)[0]
+    taller = tower.box.copy()
+    taller[5] += rise_mm
+    behind = _hull(taller, scene.nadir, scene.cam_z).difference(_hull(tower.box, scene.nadir, scene.cam_z).buffer(1.0))
+    ys, xs = np.mgrid[0:scene.t01.shape[0], 0:scene.t01.shape[1]]
+    paint = contains_xy(behind, (xs + 0.5) / RECT_PX_PER_MM, (ys + 0.5) / RECT_PX_PER_MM) & _white_print(scene.t01)
+    norm = scene.norm.copy()
+    norm[paint] = 0.4  # of the paper's white
+    assert _deeply_dark(norm[paint]).all()
+    fitted.scene = dataclasses.replace(scene, norm=norm, deep_shadow=scene.deep_shadow | paint)
+    return tower
+
+
+def test_a_tower_grown_over_its_own_shadow_has_its_height_left_unmeasured():
+    # With the light behind the camera a piece's shadow falls where its top is seen, and paper in deep
+    # shadow looks like grey plastic in shade: on development render calib_v2_any_3655 (a window 22
+    # degrees above the table) a tower was fitted 15.5 mm too tall over its shadow and passed every
+    # check. Fitted without that paper, its top comes back: its height is left unmeasured, with a note,
+    # and its footprint, fitted again with the height held, is still measured. A tower fitted at its
+    # height beside the same shadow keeps its height.
+    from calibration.pieces import _hold_unseen_heights
+
+    fitted, truth = _fitted_set()
+    tower = _with_shadow_behind_tower(fitted, 16.0)
+    true_height = tower.height_mm
+    _hold_unseen_heights(fitted.fits, fitted.scene, fitted.notes)
+    assert tower.height_measured
+    assert tower.height_mm == pytest.approx(true_height, abs=0.5)
+
+    fitted, truth = _fitted_set()
+    tower = _with_shadow_behind_tower(fitted, 16.0)
+    tower.height_mm += 16.0  # grown over its shadow
+    _hold_unseen_heights(fitted.fits, fitted.scene, fitted.notes)
+    assert not tower.height_measured
+    assert tower.length_mm == pytest.approx(truth["tower"][0], abs=1.0)
+    assert [n for n in fitted.notes if n.startswith("the tower") and "own shadow" in n and "not measured" in n]
 
 
 @pytest.mark.parametrize("share", [0.45, 0.3])
