@@ -57,7 +57,8 @@ outline ends, away from the camera: when that end lies past the sheet or behind 
 hardly moves with the height (a view from nearly straight above), the piece is fitted again with its
 height held (a wall at the other wall's, any other piece at the spec's proportion to its length) and
 its height is left unmeasured, with a note (_hold_unseen_heights); so is a tower found again from the
-set after less than a third of its side stood out (TOWER_PART_GROWTH).
+set after less than a third of its side stood out (TOWER_PART_GROWTH), and a piece whose height moves
+when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
