@@ -42,6 +42,9 @@ side that looked like the print (a dark side on black ink) does not pass on a co
 A short wall seen mostly by its top can look squarer than the tower: when the pieces so named are
 not a tower and two walls, the two are named the other way round and fitted again, and that naming
 is kept where both pieces fit the photo at least as well under it (_swap_tower_and_short_wall).
+The walls are named again by their fitted lengths (an outline can miss most of a wall), and a
+coloured region whose fit settles under half a keep's side is no keep (MIN_KEEP_SIDE_MM: a shadow
+tinted by a second light) and is only noted.
 
 The three grey pieces must make one set: a long wall is two short walls and a tower long (rules.md
 G3), and both walls are one moulding (one thickness). Each piece is fitted again from the lengths the
