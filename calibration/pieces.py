@@ -431,18 +431,14 @@ class _Scene:
 def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndarray:
     """How much of a pixel of width `ramp_mm` centred on each point the convex polygon covers
     (0..1), from the signed distance to its edges (exact inside; a close bound outside)."""
-    return _cover_from_planes(points[:, 0], points[:, 1], *_edge_planes(poly), ramp_mm)
+    return _cover_from_planes(points[:, 0], points[:, 1], *_edge_planes(poly.tolist()), ramp_mm)
 
 
-def _edge_planes(poly: np.ndarray) -> tuple[list[float], list[float], list[float]]:
-    """A convex polygon's edges as outward unit normals (nx, ny) and offsets c (inside: n . p <= c)."""
+def _edge_planes(pts: list[list[float]]) -> tuple[list[float], list[float], list[float]]:
+    """A convex polygon's edges (corners as a list of [x, y]) as outward unit normals (nx, ny) and
+    offsets c (inside: n . p <= c)."""
     # Plain Python floats: called for every face at every step of the appearance fit, on 4 to 8
     # corners, where numpy's per-call overhead cost more than the arithmetic (a fifth of the fit).
-    return _planes_of(poly.tolist())
-
-
-def _planes_of(pts: list[list[float]]) -> tuple[list[float], list[float], list[float]]:
-    """_edge_planes of corners given as a list of [x, y]."""
     n = len(pts)
     cx, cy = sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
     nxs, nys, cs = [], [], []
@@ -747,10 +743,12 @@ class _Grid:
     x0: float
     y0: float
     step: float
+    xs: np.ndarray = field(init=False)  # the columns' and rows' coordinates (mm)
+    ys: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         h, w = self.use.shape
-        self.xs = self.x0 + self.step * np.arange(w)  # the columns' and rows' coordinates (mm)
+        self.xs = self.x0 + self.step * np.arange(w)
         self.ys = self.y0 + self.step * np.arange(h)
 
     def cover(self, poly: np.ndarray, ramp_mm: float, out: np.ndarray, scale: np.ndarray | None = None) -> None:
@@ -767,7 +765,7 @@ class _Grid:
         r1 = min(math.ceil((ymax + ramp_mm - self.y0) / self.step) + 1, h)
         if c1 <= c0 or r1 <= r0:
             return
-        c = _cover_from_planes(self.xs[None, c0:c1], self.ys[r0:r1, None], *_planes_of(pts), ramp_mm)
+        c = _cover_from_planes(self.xs[None, c0:c1], self.ys[r0:r1, None], *_edge_planes(pts), ramp_mm)
         if scale is not None:
             c = c * scale[r0:r1, c0:c1]
         out[r0:r1, c0:c1] += c
@@ -1181,7 +1179,17 @@ def _subpixel_outline(d: np.ndarray, comp: np.ndarray, thr: float = DIFF_THRESHO
 def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
                    exif_focal_35mm: float | None = None) -> PieceMeasurement:
     """Measure the pieces standing on the mat in a photo (BGR ndarray)."""
-    fitted = _fit_pieces(image, camera, exif_focal_35mm)
+    return _measure_fitted(_fit_pieces(image, camera, exif_focal_35mm))
+
+
+def _measure_fitted(fitted: "_Fitted") -> PieceMeasurement:
+    """measure_pieces once each piece is fitted: named, made one set and checked, with the tower and
+    short wall named the other way round where the first names are refused and the photo says so."""
+    # The walls named again by their lengths as fitted to the photo, not by their outlines: an outline
+    # can take in a shadow and miss most of a wall (held-out render calib_v2_any_3666 without a camera
+    # profile: the long wall's outline gave 26 x 15 mm, its fit 83 x 9, and it was refused as a short
+    # wall). Before the copy below, so that the other naming starts from the same walls.
+    _name_walls([f for f in fitted.fits if f.kind in ("short_wall", "long_wall")])
     as_fitted = replace(fitted, fits=copy.deepcopy(fitted.fits), notes=list(fitted.notes))
     try:
         return _measured(fitted)
@@ -1202,10 +1210,6 @@ def measure_pieces(image: np.ndarray, camera: CameraProfile | None = None,
 def _measured(fitted: "_Fitted") -> PieceMeasurement:
     """The pieces as fitted and named, made one set and checked (measure_pieces)."""
     fits, notes = fitted.fits, fitted.notes
-    # The walls named again by their lengths as fitted to the photo, not by their outlines: an outline
-    # can take in a shadow and miss most of a wall (held-out render calib_v2_any_3666 without a camera
-    # profile: the long wall's outline gave 26 x 15 mm, its fit 83 x 9, and it was refused as a short wall).
-    _name_walls([f for f in fits if f.kind in ("short_wall", "long_wall")])
     _check_light(fits, notes, fitted.scene)
     _one_wall_height(fits, fitted.scene, notes)
     _joint_wall_height(fits, fitted.scene, notes)

@@ -533,12 +533,12 @@ def test_walls_named_by_outlines_that_missed_one_are_named_again_by_their_fits()
     # of a wall (held-out render calib_v2_any_3666: the long wall's gave 26 x 15 mm), so the long wall
     # was taken for the short wall; fitted to the photo it was 83 mm long, yet the photo was refused as
     # "not a tower and two walls". The walls are named again by their fitted lengths.
-    from calibration.pieces import _grey_by_kind, _measured
+    from calibration.pieces import _grey_by_kind, _measure_fitted
 
     fitted, truth = _fitted_set()
     _, short, long_ = _grey_by_kind(fitted.fits)
     short.kind, long_.kind = "long_wall", "short_wall"
-    m = _measured(fitted)
+    m = _measure_fitted(fitted)
     _assert_footprints(m, truth, abs_mm=1.0)
 
 
