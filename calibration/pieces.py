@@ -1860,14 +1860,14 @@ def _named_the_other_way(fits: list[PieceFit], scene: _Scene) -> list[PieceFit]:
     and then from the lengths the other pieces give it (_search_from_set)."""
     tower, short, _ = _grey_by_kind(fits)
     new_tower = _renamed(short, "tower", scene)
+    renamed_with = lambda wall: [wall if f is tower else new_tower if f is short else f for f in fits]  # noqa: E731
     # The piece taken for the tower had the squarest outline, which does not say which way a wall
     # lies: the short wall is fitted along it and across it, and the one that explains the photo
     # better is kept.
     candidates = [_renamed(tower, "short_wall", scene, turn) for turn in (0.0, math.pi / 2)]
     for wall in candidates:
-        _refit_from_set(wall, [wall if f is tower else new_tower if f is short else f for f in fits], scene)
-    new_short = min(candidates, key=lambda f: _cost_per_pixel(f, scene))
-    other = [new_short if f is tower else new_tower if f is short else f for f in fits]
+        _refit_from_set(wall, renamed_with(wall), scene)
+    other = renamed_with(min(candidates, key=lambda f: _cost_per_pixel(f, scene)))
     _refit_from_set(new_tower, other, scene)
     return other
 
@@ -1894,7 +1894,7 @@ def _refit_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene) -> None:
     For a renamed piece before the costs of the two namings are compared: fitted from its outline
     alone a renamed piece can settle far from its size (held-out render calib_v2_even_3663: the short
     wall at 32.8 x 7.6 mm, 16.7 mm high, for 35.0 x 9.6 x 32.1; it then fitted the photo worse than
-    under its first name and the photo was refused; from the set's lengths 34.9 x 9.3 x 32.2)."""
+    under its first name and the photo was refused; from the set's lengths 35.0 x 9.3 x 32.3)."""
     found = _search_from_set(f, fits, scene)
     if found is not None:
         _, _, model, x = found
