@@ -90,6 +90,7 @@ from shapely.geometry import MultiPoint, Polygon
 from skimage import color, measure
 
 from calibration.camera import default_camera, focal_from_homography, undistort_image
+from calibration.cover_kernel import add_soft_cover
 from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
@@ -472,14 +473,25 @@ TOP = -1
 def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray):
     """A box's faces the camera sees, as (orientation, convex polygon on the mat): its top (TOP) and
     the sides facing the camera's foot point, named by the closest of `axes` (outward normals)."""
-    faces = [(TOP, top)]
-    centre = base.mean(axis=0)
-    for i in range(4):
-        j = (i + 1) % 4
-        mid = (base[i] + base[j]) / 2
-        out = mid - centre
-        if np.dot(out, nadir - mid) > 0:  # the camera is on this side's outer side
-            faces.append((int(np.argmax(axes @ out)), np.array([base[i], base[j], top[j], top[i]])))
+    return _boxes_faces(base[None], top[None], nadir, axes)
+
+
+_NEXT_CORNER = [1, 2, 3, 0]
+
+
+def _boxes_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray):
+    """_box_faces of several boxes (footprint and top corners (boxes, 4, 2)), one box's after another's."""
+    # (All boxes at once: a wall's merlons are a dozen boxes at every step of the appearance fit.)
+    nxt = base[:, _NEXT_CORNER]
+    mid = (base + nxt) / 2
+    out = mid - base.mean(axis=1)[:, None]
+    seen = np.einsum("bij,bij->bi", out, nadir - mid) > 0  # the camera is on this side's outer side
+    named = np.argmax(out @ axes.T, axis=2).tolist()
+    sides = np.stack([base, nxt, top[:, _NEXT_CORNER], top], axis=2)  # (boxes, side, 4 corners, 2)
+    faces = []
+    for b, row in enumerate(seen.tolist()):
+        faces.append((TOP, top[b]))
+        faces += [(named[b][i], sides[b, i]) for i in range(4) if row[i]]
     return faces
 
 
@@ -595,10 +607,11 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     k_foot = cam_z / max(cam_z - foot, 1e-3)
     k_top = cam_z / max(cam_z - height, 1e-3)
     centre = np.array(params[:2], float)
-    merlon = []
-    for u0, u1, v0, v1 in boxes:
-        foot_xy = centre + np.outer([u1, u1, u0, u0], ax) + np.outer([v1, v0, v0, v1], ay)
-        merlon += _box_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
+    u0, u1, v0, v1 = np.array(boxes, float).T
+    along = np.column_stack([u1, u1, u0, u0])[..., None]
+    across = np.column_stack([v1, v0, v0, v1])[..., None]
+    foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
+    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
     slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
     return body, tabs, merlon, slots
 
@@ -753,22 +766,12 @@ class _Grid:
 
     def cover(self, poly: np.ndarray, ramp_mm: float, out: np.ndarray, scale: np.ndarray | None = None) -> None:
         """Add the soft cover of the convex polygon `poly` (mm) to `out` (the grid's shape), times
-        `scale` (same shape) where given."""
-        # (Plain Python for the bounds: called some 30 times a step of the appearance fit.)
-        h, w = self.use.shape
-        pts = poly.tolist()
-        px, py = [p[0] for p in pts], [p[1] for p in pts]
-        xmin, ymin, xmax, ymax = min(px), min(py), max(px), max(py)
-        c0 = max(math.floor((xmin - ramp_mm - self.x0) / self.step), 0)
-        r0 = max(math.floor((ymin - ramp_mm - self.y0) / self.step), 0)
-        c1 = min(math.ceil((xmax + ramp_mm - self.x0) / self.step) + 1, w)
-        r1 = min(math.ceil((ymax + ramp_mm - self.y0) / self.step) + 1, h)
-        if c1 <= c0 or r1 <= r0:
-            return
-        c = _cover_from_planes(self.xs[None, c0:c1], self.ys[r0:r1, None], *_edge_planes(pts), ramp_mm)
-        if scale is not None:
-            c = c * scale[r0:r1, c0:c1]
-        out[r0:r1, c0:c1] += c
+        `scale` (same shape) where given: on the part of the grid around the polygon only."""
+        add_soft_cover(out, self.xs, self.ys, self.x0, self.y0, self.step, np.ascontiguousarray(poly, np.float64),
+                       ramp_mm, _NO_SCALE if scale is None else scale, scale is not None)
+
+
+_NO_SCALE = np.zeros((1, 1))
 
 
 # How far around a piece its shadow is looked for (_deep_shadow, _shadow_shift).
@@ -846,7 +849,9 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         merlon = {}
         for side, poly in merlon_faces:
             key = WALL_MERLON_TOPS if tabs and side == TOP else side
-            grid.cover(poly, ramp, merlon.setdefault(key, np.zeros(shape)))
+            if key not in merlon:
+                merlon[key] = np.zeros(shape)
+            grid.cover(poly, ramp, merlon[key])
         in_front = None
         if merlon:
             total_m = np.sum(list(merlon.values()), axis=0)
@@ -865,16 +870,20 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
                     grid.cover(poly, ramp, insides, openings)
             regions[TOWER_SLOT_INSIDE] = insides
             in_front = np.minimum(openings if in_front is None else in_front + openings, 1.0)
+        hidden_by = None if in_front is None else 1.0 - in_front
         for side, poly in body_faces:
-            grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)),
-                       None if in_front is None else 1.0 - in_front)
+            if side not in regions:
+                regions[side] = np.zeros(shape)
+            grid.cover(poly, ramp, regions[side], hidden_by)
         if tab_faces:
             # A tab's faces are lit as the body's faces turned the same way, where the body does
             # not hide them.
             seen = np.sum(list(regions.values()), axis=0) + (0.0 if in_front is None else in_front)
             free = 1.0 - np.minimum(seen, 1.0)
             for side, poly in tab_faces:
-                grid.cover(poly, ramp, regions.setdefault(side, np.zeros(shape)), free)
+                if side not in regions:
+                    regions[side] = np.zeros(shape)
+                grid.cover(poly, ramp, regions[side], free)
         for side, wgt in merlon.items():
             regions[side] = regions[side] + wgt if side in regions else wgt
         total = np.zeros(len(pts))
