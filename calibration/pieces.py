@@ -891,7 +891,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         base = _box_corners(p[:6], scene.nadir, scene.cam_z)[:4] if SIDE_SHADING else None
         for side, wgt2 in regions.items():
             wgt = wgt2.ravel().take(use_at)
-            at = np.flatnonzero(wgt)  # a face covers a small part of the window
+            at = np.flatnonzero(wgt != 0)  # a face covers a small part of the window (a bool mask: 6 times faster)
             wgt = wgt[at]
             sw = wgt.sum()
             if sw < 1e-6:
