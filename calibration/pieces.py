@@ -438,8 +438,8 @@ def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndar
 def _edge_planes(pts: list[list[float]]) -> tuple[list[float], list[float], list[float]]:
     """A convex polygon's edges (corners as a list of [x, y]) as outward unit normals (nx, ny) and
     offsets c (inside: n . p <= c)."""
-    # Plain Python floats: called for every face at every step of the appearance fit, on 4 to 8
-    # corners, where numpy's per-call overhead cost more than the arithmetic (a fifth of the fit).
+    # Plain Python floats, on 4 to 8 corners: numpy's per-call overhead would cost more than the
+    # arithmetic. (The appearance fit's steps do the same in cover_kernel.add_soft_cover.)
     n = len(pts)
     cx, cy = sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
     nxs, nys, cs = [], [], []
@@ -2198,11 +2198,12 @@ def _foot_seen(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
 
 
 # Two sizes of one piece (or of one moulding) further apart than this (mm) cannot both be within the
-# 1 mm calibrate pieces aims at: the keeps of one photo (_check_keeps; their heights, _apart_from_keeps), and one piece's values on
-# several photos (calibration.combined). A keep with its sides in shade on black squares is fitted to
-# its top alone, like a tower (_top_start): on development render calib_v2_even_2607 (a camera
-# profile) three keeps of 15.8 mm measured 10.7, 11.6 and 15.8 mm, and once its tower, fitted to a
-# part of its top, was found again from the set, their median passed 4.2 mm small.
+# 1 mm calibrate pieces aims at: the keeps of one photo (_check_keeps; their heights, _apart_from_keeps),
+# and one piece's values on several photos (calibration.combined). A keep with its sides in shade on
+# black squares is fitted to its top alone, like a tower (_top_start): on development render
+# calib_v2_even_2607 (a camera profile) three keeps of 15.8 mm measured 10.7, 11.6 and 15.8 mm, and
+# once its tower, fitted to a part of its top, was found again from the set, their median passed 4.2
+# mm small.
 AGREE_MM = 2.0
 
 
@@ -2237,8 +2238,8 @@ _UNSEEN_HEIGHT = {
 
 
 def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: np.ndarray) -> str | None:
-    """Why the photo cannot show `f`'s height (a key of _UNSEEN_HEIGHT), or None when it can
-    (`compared`: as for _height_support)."""
+    """Why the photo cannot show `f`'s height, or misled its fit (a key of _UNSEEN_HEIGHT), or None
+    when it can (`compared`: as for _height_support)."""
     if f.found_from_part:
         return "part"
     if _height_support(f, scene, compared) < HEIGHT_SUPPORT_MIN:
@@ -2261,10 +2262,10 @@ def _apart_from_keeps(f: PieceFit, fits: list[PieceFit]) -> bool:
     (their heights as fitted, measured or not: most keeps' fits settle near the keeps' one height, a
     keep whose top hardly moves with its height held there by the fit's pull to the usual proportions).
     The profile's keep height is the median of the keeps whose height was measured, and those can be
-    few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall over
-    16.2 mm (its top, seen over black squares, taken for more of its side), and the profile's keep
-    height passed 10.8 mm too tall; on calib_v2_any_3682 only one, 4.3 mm too tall, beside three keeps
-    fitted within 0.7 mm whose tops hardly moved with their height."""
+    few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall and
+    1.5 mm small, and the profile's keep height passed 10.8 mm too tall; on calib_v2_any_3682 only
+    one, 4.3 mm too tall, beside three keeps fitted within 0.7 mm whose tops hardly moved with their
+    height."""
     heights = [g.height_mm for g in fits if g.kind == "keep"]
     return len(heights) >= 2 and abs(f.height_mm - float(np.median(heights))) > AGREE_MM
 
