@@ -26,3 +26,17 @@ def test_each_keep_is_recorded_with_its_own_error():
             PieceFit("tower", (0, 0), 0, 22.0, 22.0, 42.0, 1, 0)]
     errors = _keep_errors(fits, [16.0, 16.0, 22.0])
     assert errors == {"red": [0.5, 0.5, 0.0], "blue": [-2.0, -2.0, 1.0]}
+
+
+def test_heights_far_off_are_counted_apart_from_footprints():
+    """A height far off was written to profiles without the summary's count of wrong sizes showing it
+    (held-out even_3676: walls 6.9 mm too tall); such heights are counted apart from the footprints, and
+    heights left unmeasured are not counted."""
+    from calibration.benchmark import _size_summary
+
+    rows = [{"tower": (0.1, 0.1, None), "short_wall": (-0.8, -0.2, 6.9), "keep": (-0.3, -0.3, 0.4)},
+            {"tower": (-2.3, -2.3, 1.0), "short_wall": (0.2, 0.1, -2.5), "keep": (0.1, 0.1, None)}]
+    line, wrong = _size_summary(rows, photos=2)
+    assert "heights off by more than 2 mm written: 2 (short_wall +6.9, short_wall -2.5)" in line
+    assert "sizes off by more than 2 mm passed: 2 (tower length -2.3, tower width -2.3)" in line
+    assert wrong == ["tower length -2.3", "tower width -2.3"]
