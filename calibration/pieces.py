@@ -2206,12 +2206,12 @@ _UNSEEN_HEIGHT = {
 }
 
 
-def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: np.ndarray) -> str | None:
+def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: np.ndarray,
+                   misled: dict[int, str | None]) -> str | None:
     """Why the photo cannot show `f`'s height, or misled its fit (a key of _UNSEEN_HEIGHT), or None
-    when it can (`compared`: as for _height_support)."""
-    misled = _misled_height(f, scene, compared)
-    if misled is not None:
-        return misled
+    when it can (`compared`: as for _height_support; `misled`: _misled_height of every fit, by id)."""
+    if misled[id(f)] is not None:
+        return misled[id(f)]
     # The walls are fitted with one height (_joint_wall_height): either wall's top can show it, but
     # not a wall whose own fit the photo misled. On held-out render calib_v2_even_3676 (a ceiling light
     # behind the pieces, their shadows falling under the sides facing the camera) the short wall's top
@@ -2220,7 +2220,7 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
     group = [f]
     if f.kind in ("short_wall", "long_wall"):
         group += [g for g in fits if g.kind in ("short_wall", "long_wall") and g is not f
-                  and _misled_height(g, scene, compared) is None]
+                  and misled[id(g)] is None]
     if max(_top_move(g, scene) for g in group) < HEIGHT_MOVE_MIN_MM:
         return "above"
     if max(_foot_seen(g, scene, compared) for g in group) < FOOT_SEEN_MIN:
@@ -2286,7 +2286,9 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     wall at the other wall's height when that one was seen (one moulding), any other piece at the
     spec's proportion to its length (the reader's default)."""
     compared = ~_edge_strip(scene.valid)
-    reasons = {id(f): _unseen_height(f, fits, scene, compared) for f in fits}
+    # Once per fit: a wall's is asked again for the other wall's height, and it can take a search.
+    misled = {id(f): _misled_height(f, scene, compared) for f in fits}
+    reasons = {id(f): _unseen_height(f, fits, scene, compared, misled) for f in fits}
     told: dict[str, list[str]] = {}
     for f in fits:
         if reasons[id(f)] is None:
