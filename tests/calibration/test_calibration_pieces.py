@@ -739,17 +739,22 @@ def test_a_short_wall_seen_as_a_square_and_named_the_tower_is_renamed_at_its_siz
         assert f.width_mm == pytest.approx(truth[f.kind][1], abs=1.0), f.kind
 
 
+def _measured_render(stem: str):
+    """A Mitsuba render kept in tests/calibration/data, measured with its true camera profile, and
+    its true sizes (length, width, height) by kind."""
+    truth = json.loads((DATA / f"{stem}.json").read_text())
+    m = measure_pieces(cv2.imread(str(DATA / f"{stem}.jpg")), camera=camera_profile_from_truth(truth))
+    return m, {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}
+
+
 def test_a_footprint_the_set_agrees_with_is_kept_when_held_at_the_usual_height_it_would_shrink():
     # A Mitsuba render (calib_v2_any_3684: a sun 29 degrees up, the tower's sides in shade on black
     # squares). The tower's height cannot be seen there, so it is fitted again with its height held at
     # the usual proportion to its length; that fit shrank it from 17.1 to 11.0 mm (each step's height
     # following its length down) and the photo was refused for G3. The footprint the set agreed with is
     # kept, its height left unmeasured.
-    photo = cv2.imread(str(DATA / "calib_v2_any_3684.jpg"))
-    truth = json.loads((DATA / "calib_v2_any_3684.json").read_text())
-    m = measure_pieces(photo, camera=camera_profile_from_truth(truth))
-    sizes = {pc["kind"]: pc["size_mm"][:2] for pc in truth["pieces"]}
-    _assert_footprints(m, sizes, abs_mm=1.0)
+    m, sizes = _measured_render("calib_v2_any_3684")
+    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
     assert m.pieces.tower.height_mm is None
 
 
@@ -760,11 +765,8 @@ def test_a_towers_footprint_is_kept_when_held_at_the_usual_height_it_would_move_
     # again with its height held at the usual proportion it shrank to 17.0 mm, G3 still kept but
     # 2.3 mm off where it had been 1.0. The walls, fitted within 0.2 mm, say the footprint as found
     # was the better one.
-    photo = cv2.imread(str(DATA / "calib_v2_any_3691.jpg"))
-    truth = json.loads((DATA / "calib_v2_any_3691.json").read_text())
-    m = measure_pieces(photo, camera=camera_profile_from_truth(truth))
-    sizes = {pc["kind"]: pc["size_mm"][:2] for pc in truth["pieces"]}
-    _assert_footprints(m, sizes, abs_mm=1.0)
+    m, sizes = _measured_render("calib_v2_any_3691")
+    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
     assert m.pieces.tower.height_mm is None
 
 
@@ -774,11 +776,8 @@ def test_a_wall_grown_over_its_shadow_does_not_vouch_for_the_other_walls_height(
     # shadow and the long wall's foot hardly shows; the walls are one moulding, and the short wall's
     # seen foot let the long wall's height pass 6.9 mm too tall, its length 2.25 mm short. A wall whose
     # own fit the photo misled shows nothing of the other's height: neither is measured.
-    photo = cv2.imread(str(DATA / "calib_v2_even_3676.jpg"))
-    truth = json.loads((DATA / "calib_v2_even_3676.json").read_text())
-    m = measure_pieces(photo, camera=camera_profile_from_truth(truth))
+    m, sizes = _measured_render("calib_v2_even_3676")
     assert m.pieces.short_wall.height_mm is None and m.pieces.long_wall.height_mm is None
-    sizes = {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}
     for kind in ("tower", "short_wall", "long_wall", "keep"):
         got = getattr(m.pieces, kind)
         assert got.footprint_mm[0] == pytest.approx(sizes[kind][0], abs=2.0), kind  # a wrong size passed: over 2 mm
