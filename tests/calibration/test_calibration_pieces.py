@@ -747,14 +747,20 @@ def _measured_render(stem: str):
     return m, {pc["kind"]: pc["size_mm"] for pc in truth["pieces"]}
 
 
+def _render_with_footprints_within_1mm(stem: str):
+    """_measured_render, its every footprint asserted within the 1 mm calibrate pieces aims at."""
+    m, sizes = _measured_render(stem)
+    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
+    return m, sizes
+
+
 def test_a_footprint_the_set_agrees_with_is_kept_when_held_at_the_usual_height_it_would_shrink():
     # A Mitsuba render (calib_v2_any_3684: a sun 29 degrees up, the tower's sides in shade on black
     # squares). The tower's height cannot be seen there, so it is fitted again with its height held at
     # the usual proportion to its length; that fit shrank it from 17.1 to 11.0 mm (each step's height
     # following its length down) and the photo was refused for G3. The footprint the set agreed with is
     # kept, its height left unmeasured.
-    m, sizes = _measured_render("calib_v2_any_3684")
-    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
+    m, _ = _render_with_footprints_within_1mm("calib_v2_any_3684")
     assert m.pieces.tower.height_mm is None
 
 
@@ -765,8 +771,7 @@ def test_a_towers_footprint_is_kept_when_held_at_the_usual_height_it_would_move_
     # again with its height held at the usual proportion it shrank to 17.0 mm, G3 still kept but
     # 2.3 mm off where it had been 1.0. The walls, fitted within 0.2 mm, say the footprint as found
     # was the better one.
-    m, sizes = _measured_render("calib_v2_any_3691")
-    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
+    m, _ = _render_with_footprints_within_1mm("calib_v2_any_3691")
     assert m.pieces.tower.height_mm is None
 
 
@@ -777,8 +782,7 @@ def test_walls_searched_again_from_the_set_are_given_one_height_again():
     # moulding's two walls can differ; the long wall's own height was not seen, so it was held at
     # the short wall's and passed 3.2 mm short. Walls that far apart are reconciled as when first
     # fitted: the wall further from its proportions is fitted at the other's height.
-    m, sizes = _measured_render("calib_v2_even_3687_v1")
-    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
+    m, sizes = _render_with_footprints_within_1mm("calib_v2_even_3687_v1")
     for kind in ("short_wall", "long_wall"):
         height = getattr(m.pieces, kind).height_mm
         assert height is None or height == pytest.approx(sizes[kind][2], abs=2.0), kind
@@ -790,8 +794,7 @@ def test_a_foot_seen_only_across_the_prints_edges_does_not_make_a_height_measure
     # looks the same), and its foot seemed to show on 0.41 of it, but each time the two points
     # compared lay on ink and on paper. The height is left unmeasured and the footprint held at the
     # usual proportion, where G3 agrees.
-    m, sizes = _measured_render("calib_v2_even_3687_v2")
-    _assert_footprints(m, {kind: size[:2] for kind, size in sizes.items()}, abs_mm=1.0)
+    m, _ = _render_with_footprints_within_1mm("calib_v2_even_3687_v2")
     assert m.pieces.tower.height_mm is None
 
 
