@@ -83,3 +83,13 @@ def add_soft_cover(out: np.ndarray, xs: np.ndarray, ys: np.ndarray, x0: float, y
         for col in range(c0, c1):
             v = _cover_at(nx, ny, c, xs[col], ys[r], ramp)
             out[r, col] += v * scale[r, col] if scaled else v
+
+
+@njit(cache=True, nogil=True)
+def add_soft_covers(out: np.ndarray, into: np.ndarray, polys: np.ndarray, xs: np.ndarray, ys: np.ndarray,
+                    x0: float, y0: float, step: float, ramp: float) -> None:
+    """add_soft_cover of each of `polys` (n, corners, 2) to its map `out[into[i]]` (out: maps, rows,
+    columns): a wall's merlons are some twenty faces at every step of its fit, one call for them all."""
+    no_scale = np.zeros((0, 0))
+    for i in range(polys.shape[0]):
+        add_soft_cover(out[into[i]], xs, ys, x0, y0, step, polys[i], ramp, no_scale)

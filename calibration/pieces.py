@@ -90,8 +90,9 @@ from shapely.geometry import MultiPoint, Polygon
 from skimage import color, measure
 
 from calibration.camera import default_camera, focal_from_homography, undistort_image
-from calibration.cover_kernel import add_soft_cover, soft_cover
+from calibration.cover_kernel import add_soft_cover, add_soft_covers, soft_cover
 from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
+from calibration.misfit_kernel import add_face_misfit
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
 RECT_PX_PER_MM = 4.0
@@ -261,10 +262,8 @@ def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndar
     and height (WALL_TAB); their corners are added (8 per tab). The body's length is the wall's
     length tower face to tower face."""
     cx, cy, theta, length, width, height = params[:6]
-    c, s = math.cos(theta), math.sin(theta)
-    ax, ay = np.array([c, s]), np.array([-s, c])
-    centre = np.array([cx, cy])
-    base = centre + np.outer([0.5, 0.5, -0.5, -0.5], ax) * length + np.outer([0.5, -0.5, -0.5, 0.5], ay) * width
+    centre, ax, ay = np.array([cx, cy]), *_axes(theta)
+    base = _footprint(centre, ax, ay, length, width)
     k = cam_z / max(cam_z - height, 1e-3)
     out = [base, nadir + k * (base - nadir)]
     if len(params) == 9:
@@ -272,9 +271,32 @@ def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndar
         kt = cam_z / max(cam_z - tab_h, 1e-3)
         for sign in (-1.0, 1.0):
             along = np.array([length / 2, length / 2 + depth, length / 2 + depth, length / 2]) * sign
-            tab = centre + np.outer(along, ax) + np.outer([0.5, 0.5, -0.5, -0.5], ay) * tab_w
+            tab = centre + along[:, None] * ax + _TAB_ACROSS * ay * tab_w
             out += [tab, nadir + kt * (tab - nadir)]
     return np.vstack(out)
+
+
+# A footprint's corners as shares of its length along and its width across the piece.
+_CORNER_ALONG = np.array([0.5, 0.5, -0.5, -0.5])[:, None]
+_CORNER_ACROSS = np.array([0.5, -0.5, -0.5, 0.5])[:, None]
+_TAB_ACROSS = np.array([0.5, 0.5, -0.5, -0.5])[:, None]  # (a tab's corners, from its end at the body outwards)
+
+
+def _axes(theta: float) -> tuple[np.ndarray, np.ndarray]:
+    """The unit vectors along and across a piece turned `theta` (radians)."""
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([c, s]), np.array([-s, c])
+
+
+def _footprint(centre: np.ndarray, ax: np.ndarray, ay: np.ndarray, length: float, width: float) -> np.ndarray:
+    """A box's footprint corners (4, 2) on the mat (the first four of _box_corners)."""
+    # (Broadcast rather than np.outer: the appearance fit builds footprints some 100 000 times a photo.)
+    return centre + _CORNER_ALONG * ax * length + _CORNER_ACROSS * ay * width
+
+
+def _footprint_of(params: np.ndarray) -> np.ndarray:
+    """The footprint corners of box parameters (_box_corners(params)[:4])."""
+    return _footprint(np.array(params[:2]), *_axes(params[2]), params[3], params[4])
 
 
 def _hull(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> Polygon:
@@ -560,8 +582,8 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     axes = _side_normals(params[2])
     ax, ay = axes[0], axes[3]
     corners = _box_corners(params, nadir, cam_z)
-    tabs = [face for k in range(8, len(corners), 8)
-            for face in _box_faces(corners[k:k + 4], corners[k + 4:k + 8], nadir, axes)]
+    tab_corners = corners[8:].reshape(-1, 2, 4, 2)  # (tabs, footprint or top, corner, x y)
+    tabs = _boxes_faces(tab_corners[:, 0], tab_corners[:, 1], nadir, axes) if len(tab_corners) else []
     crown = _crown(kind, params)
     if crown is None:
         return _box_faces(corners[:4], corners[4:8], nadir, axes), tabs, [], []
@@ -615,35 +637,6 @@ TOWER_SLOT_INSIDE = TOP - 2
 # short (every piece of that photo 1.5-1.8 mm). So a side's colour changes linearly from its foot to
 # its top (fitted, per channel). Measured in session 44 (README: calibration).
 SIDE_SHADING = True
-
-
-def _side_height(base: np.ndarray, side: int, height: float, nadir: np.ndarray, cam_z: float,
-                 pts: np.ndarray) -> np.ndarray:
-    """The height (a share of the piece's `height`: 0 at its foot, 1 at its top) at which the line of
-    sight to each of `pts` (mat mm) meets the plane of the piece's `side` (0..3: along +x, -y, -x, +y),
-    given its footprint's corners `base` (_box_corners). Merlons and tabs are taken as lying in their
-    side's plane."""
-    b0, b1 = base[side], base[(side + 1) % 4]
-    # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
-    # k = cam_z / (cam_z - z): solve for k.
-    a = np.column_stack([b0 - nadir, b1 - b0])
-    det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
-    if abs(det) < 1e-6:
-        return np.full(len(pts), 0.5)
-    k = (a[1, 1] * (pts[:, 0] - nadir[0]) - a[0, 1] * (pts[:, 1] - nadir[1])) / det
-    return np.clip(cam_z * (1.0 - 1.0 / np.maximum(k, 1e-3)) / max(height, 1e-3), 0.0, 1.0)
-
-
-def _shaded_mean(wgt: np.ndarray, sw: float, norm: np.ndarray, up: np.ndarray) -> np.ndarray:
-    """The colour of a side at each point, changing linearly with height `up` (weighted least
-    squares, per channel); its plain mean where the side shows too little of its height."""
-    sv, svv = float(wgt @ up), float(wgt @ (up * up))
-    det = sw * svv - sv * sv
-    summed = wgt @ norm
-    if det < 1e-3 * sw * sw:
-        return summed / sw
-    slope = (sw * ((wgt * up) @ norm) - sv * summed) / det
-    return summed / sw + np.outer(up - sv / sw, slope)
 
 
 def _bounds_around(box: np.ndarray, scene: _Scene, pad_mm: float) -> tuple[int, int, int, int]:
@@ -739,8 +732,15 @@ class _Grid:
         add_soft_cover(out, self.xs, self.ys, self.x0, self.y0, self.step, np.ascontiguousarray(poly, np.float64),
                        ramp_mm, _NO_SCALE if scale is None else scale)
 
+    def cover_all(self, polys: list[np.ndarray], into: list[int], ramp_mm: float, out: np.ndarray) -> None:
+        """Add the soft cover of each of the convex polygons `polys` (mm, as many corners each) to its
+        map `out[into[i]]` (out: maps of the grid's shape)."""
+        add_soft_covers(out, np.array(into, np.int64), np.array(polys, np.float64), self.xs, self.ys, self.x0,
+                        self.y0, self.step, ramp_mm)
+
 
 _NO_SCALE = np.zeros((0, 0))  # (add_soft_cover: an empty scale adds the cover as it is)
+_ONE_COLOUR = np.zeros(0)  # (add_face_misfit: a face of one colour, not shaded from foot to top)
 
 
 # How far around a piece its shadow is looked for (_deep_shadow, _shadow_shift).
@@ -807,7 +807,6 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     square = f.kind in ("tower", "keep")  # one side for both
     kind = f.kind
     hi_ = 4 if square else 5
-    chans = [np.ascontiguousarray(norm[:, ch]) for ch in range(3)]
     use_at = np.flatnonzero(grid.use)  # the window's points in the grid (as grid.use picks them)
 
     def per_pixel(q):
@@ -816,17 +815,16 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         shape = grid.use.shape
         # Merlons stand on the body: where one is seen, the body behind it is not.
         merlon = {}
-        for side, poly in merlon_faces:
-            key = WALL_MERLON_TOPS if tabs and side == TOP else side
-            if key not in merlon:
-                merlon[key] = np.zeros(shape)
-            grid.cover(poly, ramp, merlon[key])
         in_front = None
-        if merlon:
-            total_m = np.sum(list(merlon.values()), axis=0)
+        if merlon_faces:
+            keys = [WALL_MERLON_TOPS if tabs and side == TOP else side for side, _ in merlon_faces]
+            lit_as = list(dict.fromkeys(keys))  # each orientation once, in the order first seen
+            maps = np.zeros((len(lit_as),) + shape)
+            grid.cover_all([poly for _, poly in merlon_faces], [lit_as.index(k) for k in keys], ramp, maps)
+            total_m = maps.sum(axis=0)
             in_front = np.minimum(total_m, 1.0)
-            share = in_front / np.maximum(total_m, 1e-9)  # merlons seen over each other
-            merlon = {side: wgt * share for side, wgt in merlon.items()}
+            maps *= in_front / np.maximum(total_m, 1e-9)  # merlons seen over each other
+            merlon = dict(zip(lit_as, maps))
         regions = {}
         if slot_faces:
             # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
@@ -857,24 +855,13 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
             regions[side] = regions[side] + wgt if side in regions else wgt
         total = np.zeros(len(pts))
         covered = np.zeros(len(pts))
-        base = _box_corners(p[:6], scene.nadir, scene.cam_z)[:4] if SIDE_SHADING else None
-        for side, wgt2 in regions.items():
-            wgt = wgt2.ravel().take(use_at)
-            at = np.flatnonzero(wgt != 0)  # a face covers a small part of the window (a bool mask: 6 times faster)
-            wgt = wgt[at]
-            sw = wgt.sum()
-            if sw < 1e-6:
-                continue
-            seen = norm[at]
+        base = _footprint_of(p)
+        for side, wgt in regions.items():
             if SIDE_SHADING and side >= 0:
-                mu = _shaded_mean(wgt, sw, seen, _side_height(base, side, p[5], scene.nadir, scene.cam_z, pts[at]))
+                plane = np.array([*base[side], *base[(side + 1) % 4], *scene.nadir, scene.cam_z, p[5]])
             else:
-                mu = (wgt @ seen) / sw
-            r = np.abs(chans[0][at] - mu[..., 0])
-            for ch in (1, 2):
-                np.maximum(r, np.abs(chans[ch][at] - mu[..., ch]), out=r)
-            total[at] += wgt * np.minimum(r * r, tau2) / tau2
-            covered[at] += wgt
+                plane = _ONE_COLOUR
+            add_face_misfit(wgt.ravel(), use_at, norm, pts, plane, tau2, total, covered)
         return total + np.clip(1.0 - covered, 0.0, 1.0) * rho_bg
 
     def cost(q):
