@@ -2049,7 +2049,19 @@ def _held_height_fit(f: PieceFit, scene: _Scene, height: float):
     def cost(q: np.ndarray) -> float:
         return model.cost(np.append(q, height))
 
-    res = _lowest_cost_search(cost, [now[:n]], _simplex_steps(model.square)[:n])
+    # Held at another height, the piece's top is still seen where it was: the fit starts from its
+    # footprint as it stands and from the footprint that keeps its top in place (scaled about the
+    # camera's foot point). From the first alone a wall held well above its fitted height could
+    # settle in another basin, its cost jumping (held-out render calib_v2_even_3690: a long wall fitted
+    # 27.4 mm high and 1.6 mm long, held at 31 mm for 30.2 true, cost 600 more than at 30.5), and the
+    # walls' one height (_joint_wall_height: a parabola through three held heights) came out 28.0 mm,
+    # the long wall 1.5 mm long with it (0.5 mm now, the walls 0.8 mm low).
+    k_now = scene.cam_z / max(scene.cam_z - now[-1], 1e-3)
+    k_held = scene.cam_z / max(scene.cam_z - height, 1e-3)
+    top_kept = now[:n].copy()
+    top_kept[:2] = scene.nadir + (k_now / k_held) * (now[:2] - scene.nadir)
+    top_kept[3:n] *= k_now / k_held
+    res = _lowest_cost_search(cost, [now[:n], top_kept], _simplex_steps(model.square)[:n])
     return res.fun - model.cost(now), model, np.append(res.x, height)
 
 
