@@ -55,12 +55,12 @@ def add_face_misfit(cover: np.ndarray, use_at: np.ndarray, norm: np.ndarray, pts
         nx, ny, cam_z, height = side_plane[4], side_plane[5], side_plane[6], side_plane[7]
         a00, a10, a01, a11 = b0x - nx, b0y - ny, b1x - b0x, b1y - b0y
         det = a00 * a11 - a01 * a10
-        for j in range(m):
-            # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
-            # k = cam_z / (cam_z - z): solved for k, then z.
-            if abs(det) < 1e-6:
-                up[j] = 0.5
-            else:
+        if abs(det) < 1e-6:
+            up[:] = 0.5
+        else:
+            for j in range(m):
+                # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
+                # k = cam_z / (cam_z - z): solved for k, then z.
                 k = (a11 * (pts[at[j], 0] - nx) - a01 * (pts[at[j], 1] - ny)) / det
                 up[j] = min(max(cam_z * (1.0 - 1.0 / max(k, 1e-3)) / max(height, 1e-3), 0.0), 1.0)
         svv = 0.0
