@@ -603,6 +603,17 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     across = np.column_stack([v1, v0, v0, v1])[..., None]
     foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
     merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
+    if kind == "tower":
+        # A merlon's faces that do not lie on the tower's sides stand inside its parapet (CROWN_INSIDE).
+        half_l, half_w = params[3] / 2, params[4] / 2
+        on_side = np.column_stack([u1 >= half_l - 1e-9, v0 <= -half_w + 1e-9,   # sides along +x, -y,
+                                   u0 <= -half_l + 1e-9, v1 >= half_w - 1e-9])  # -x, +y (_side_normals)
+        box = -1
+        named = []
+        for side, poly in merlon:  # each box's top first (_boxes_faces)
+            box += side == TOP
+            named.append((side if side == TOP or on_side[box, side] else CROWN_INSIDE, poly))
+        merlon = named
     slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
     return body, tabs, merlon, slots
 
@@ -616,10 +627,9 @@ APPEARANCE_TAU = 0.15
 # being lit alike. But a wall's merlon tops are not lit like its top between them: the crenels lie
 # in the merlons' shade, darker in a physically lit photo. Fitted with one colour for both, walls
 # came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
-# 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). A tower's parapet
-# tops given a colour of their own made one of three towers' heights better and two worse: they
-# stay one face with its roof.
-WALL_MERLON_TOPS = TOP - 1
+# 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). So too a tower's
+# (CROWN_INSIDE).
+MERLON_TOPS = TOP - 1
 # A tower's slots are narrow and deep: their insides lie in their own shade, darker in a physically
 # lit photo than the sides they were lit as. Lit as the sides, they pulled each side's colour down,
 # and a lower top fitted the sides better: on development render even_3632 (59 degrees) the fit's
@@ -628,6 +638,18 @@ WALL_MERLON_TOPS = TOP - 1
 # even_3630-3632 went -0.64 -> -0.04, -2.79 -> -1.76 and -0.83 -> -0.30 mm in height (footprints within
 # 0.08 mm as before) and nothing else changed (session 48, README: calibration).
 TOWER_SLOT_INSIDE = TOP - 2
+# A tower's parapet: its roof lies in the merlons' shade, darker than their tops, and their faces inside
+# the parapet (towards the roof, or a crenel) in the shade of the others. Lit as the tops and as the
+# sides turned the same way, they made each of those colours a compromise that a wrong height fitted
+# better: on development render calib_v2_any_3705 (78 degrees, a low sun) a tower was fitted 5.2 mm too
+# tall, its top's outline where the photo shows it but its merlons shifted onto the light and dark of
+# the roof. With the merlons' tops (MERLON_TOPS, as a wall's) and their inner faces (CROWN_INSIDE) given
+# colours of their own, it is fitted 0.4 mm low; refitted so from where they had settled, the towers
+# of 56 development renders (3661-3709, a camera profile) came within 0.76 mm of their heights on
+# average (0.92 before), 1 over 2 mm off (6 before), but 0.44 mm low on average (0.09 before).
+# (Session 43 gave the tops alone a colour of their own: better on development renders, worse on
+# held-out ones, any_3583 +1.8 -> +9.0 mm.)
+CROWN_INSIDE = TOP - 3
 
 
 # A side is not lit evenly: towards its foot the piece and the table hide more of the sky, so it
@@ -817,7 +839,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         merlon = {}
         in_front = None
         if merlon_faces:
-            keys = [WALL_MERLON_TOPS if tabs and side == TOP else side for side, _ in merlon_faces]
+            keys = [MERLON_TOPS if side == TOP and kind != "keep" else side for side, _ in merlon_faces]
             lit_as = list(dict.fromkeys(keys))  # each orientation once, in the order first seen
             maps = np.zeros((len(lit_as),) + shape)
             grid.cover_all([poly for _, poly in merlon_faces], [lit_as.index(k) for k in keys], ramp, maps)
