@@ -470,8 +470,10 @@ def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.nd
 _NEXT_CORNER = [1, 2, 3, 0]
 
 
-def _boxes_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray):
-    """_box_faces of several boxes (footprint and top corners (boxes, 4, 2)), one box's after another's."""
+def _boxes_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray,
+                 inside: np.ndarray | None = None):
+    """_box_faces of several boxes (footprint and top corners (boxes, 4, 2)), one box's after another's;
+    a side that `inside` marks (boxes, orientation) is named CROWN_INSIDE instead."""
     # (All boxes at once: a wall's merlons are a dozen boxes at every step of the appearance fit.)
     nxt = base[:, _NEXT_CORNER]
     mid = (base + nxt) / 2
@@ -482,7 +484,8 @@ def _boxes_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.
     faces = []
     for b, row in enumerate(seen.tolist()):
         faces.append((TOP, top[b]))
-        faces += [(named[b][i], sides[b, i]) for i in range(4) if row[i]]
+        faces += [(CROWN_INSIDE if inside is not None and inside[b, named[b][i]] else named[b][i], sides[b, i])
+                  for i in range(4) if row[i]]
     return faces
 
 
@@ -506,6 +509,9 @@ def _side_merlons(width: float, depth: float) -> list[tuple[float, float, float,
 # it the roof is open, so a plain box fitted to a tower settled between the roof and the merlons'
 # top, 0.6-11.5 mm short (session 23: 11 dev renders measured in any light, 8 in even light).
 CROWN = {"keep": (0.2, _corner_merlons(0.3)), "tower": (0.15, _corner_merlons(0.24) + _side_merlons(0.22, 0.2))}
+# Which sides (along +x, -y, -x, +y: _side_normals) of each tower merlon stand inside its parapet, off
+# the tower's own sides (CROWN_INSIDE).
+TOWER_MERLON_INSIDE = np.array([(u1 < 0.5, v0 > -0.5, u0 > -0.5, v1 < 0.5) for u0, u1, v0, v1 in CROWN["tower"][1]])
 
 # The slot down the middle of each of a tower's sides (pieces-and-photos.md; the walls' tabs slide into it):
 # its width and depth as shares of the tower's side and its top as a share of the tower's height, as
@@ -602,18 +608,8 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     along = np.column_stack([u1, u1, u0, u0])[..., None]
     across = np.column_stack([v1, v0, v0, v1])[..., None]
     foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
-    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes)
-    if kind == "tower":
-        # A merlon's faces that do not lie on the tower's sides stand inside its parapet (CROWN_INSIDE).
-        half_l, half_w = params[3] / 2, params[4] / 2
-        on_side = np.column_stack([u1 >= half_l - 1e-9, v0 <= -half_w + 1e-9,   # sides along +x, -y,
-                                   u0 <= -half_l + 1e-9, v1 >= half_w - 1e-9])  # -x, +y (_side_normals)
-        box = -1
-        named = []
-        for side, poly in merlon:  # each box's top first (_boxes_faces)
-            box += side == TOP
-            named.append((side if side == TOP or on_side[box, side] else CROWN_INSIDE, poly))
-        merlon = named
+    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes,
+                          TOWER_MERLON_INSIDE if kind == "tower" else None)
     slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
     return body, tabs, merlon, slots
 
@@ -644,7 +640,7 @@ TOWER_SLOT_INSIDE = TOP - 2
 # better: on development render calib_v2_any_3705 (78 degrees, a low sun) a tower was fitted 5.2 mm too
 # tall, its top's outline where the photo shows it but its merlons shifted onto the light and dark of
 # the roof. With the merlons' tops (MERLON_TOPS, as a wall's) and their inner faces (CROWN_INSIDE) given
-# colours of their own, it is fitted 0.4 mm low; refitted so from where they had settled, the towers
+# colours of their own, it is measured 0.3 mm low; refitted so from where they had settled, the towers
 # of 56 development renders (3661-3709, a camera profile) came within 0.76 mm of their heights on
 # average (0.92 before), 1 over 2 mm off (6 before), but 0.44 mm low on average (0.09 before).
 # Session 43 gave the tops alone a colour of their own: better on development renders, worse on
