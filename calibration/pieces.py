@@ -2217,6 +2217,21 @@ def _foot_seen(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
 AGREE_MM = 2.0
 
 
+# A height the photo does not pin down: held HEIGHT_PROBE_MM above or below its fit (the rest of the
+# fit free), the piece's appearance cost rises by less than FLAT_HEIGHT_RISE per pixel of its window
+# (the lesser rise of the two; the walls, one moulding, summed over both). Then where the fit settled
+# rests on the photo's noise: development render calib_v2_even_3676 rendered again (at most one grey
+# level apart from the first render, in a few pixels) passed both walls 7.0 mm too tall and the long
+# wall 2.3 mm short, where the first render had its walls left unmeasured by a shadow check that fired
+# at 2.05 mm against its 2.0. Over the grey pieces of 44 development renders (seeds even 3660-3689, any
+# 3683-3704, with a camera profile; 31 towers and 38 wall pairs) the rise was under 0.4 per 1,000 pixels
+# for those walls (0.10) and for a tower 1.9 mm too tall (0.24), and for seven pieces already left
+# unmeasured for other reasons (0.4 to 24 mm off); every other height rose 0.65 or more (the least a
+# wall pair 0.5 mm off).
+HEIGHT_PROBE_MM = 3.0
+FLAT_HEIGHT_RISE = 0.4e-3
+
+
 # Why a piece's height could not be measured, for one piece and for several, and what to do about it.
 _UNSEEN_HEIGHT = {
     "edge": ("stands where its top is seen past the mat's edge or behind another piece",
@@ -2240,6 +2255,9 @@ _UNSEEN_HEIGHT = {
                "stand where their tops are seen over their own shadows, and without the paper in shadow the photo "
                "puts their tops elsewhere",
                "light the mat evenly, or from the side rather than from behind the camera"),
+    "flat": (f"fits the photo nearly as well {HEIGHT_PROBE_MM:g} mm taller or shorter",
+             f"fit the photo nearly as well {HEIGHT_PROBE_MM:g} mm taller or shorter",
+             "stand the pieces on the mat's white squares and take the photo from 50-70 degrees above the table"),
     "apart": (f"was fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               f"were fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
@@ -2247,10 +2265,35 @@ _UNSEEN_HEIGHT = {
 }
 
 
+
+
+def _height_rises(f: PieceFit, scene: _Scene) -> tuple[float, float, int]:
+    """How much more the photo costs with `f`'s height held HEIGHT_PROBE_MM below and above its fit
+    (_held_height_fit), and the pixels of its appearance window; (inf, inf, 1) if it cannot be fitted."""
+    rises = []
+    for step in (-HEIGHT_PROBE_MM, HEIGHT_PROBE_MM):
+        held = _held_height_fit(f, scene, f.height_mm + step)
+        if held is None or not len(held[1].pts):
+            return math.inf, math.inf, 1
+        rises.append(held[0])
+    return rises[0], rises[1], len(held[1].pts)
+
+
+def _flat_height(group: list[PieceFit], scene: _Scene, rises: dict[int, tuple[float, float, int]]) -> bool:
+    """Whether the photo hardly changes with the pieces' one height (FLAT_HEIGHT_RISE); `rises`
+    caches _height_rises by id."""
+    for g in group:
+        if id(g) not in rises:
+            rises[id(g)] = _height_rises(g, scene)
+    down, up, pixels = (sum(v) for v in zip(*(rises[id(g)] for g in group)))
+    return min(down, up) < FLAT_HEIGHT_RISE * pixels
+
+
 def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: np.ndarray,
-                   misled: dict[int, str | None]) -> str | None:
+                   misled: dict[int, str | None], rises: dict[int, tuple[float, float, int]]) -> str | None:
     """Why the photo cannot show `f`'s height, or misled its fit (a key of _UNSEEN_HEIGHT), or None
-    when it can (`compared`: as for _height_support; `misled`: _misled_height of every fit, by id)."""
+    when it can (`compared`: as for _height_support; `misled`: _misled_height of every fit, by id;
+    `rises`: a cache of _height_rises by id, filled as needed)."""
     if misled[id(f)] is not None:
         return misled[id(f)]
     # The walls are fitted with one height (_joint_wall_height): either wall's top can show it, but
@@ -2271,6 +2314,8 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
         return "above"
     if max(_foot_seen(g, scene, compared) for g in group) < FOOT_SEEN_MIN:
         return "foot"
+    if f.kind != "keep" and _flat_height(group, scene, rises):
+        return "flat"
     return None
 
 
@@ -2334,7 +2379,8 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     compared = ~_edge_strip(scene.valid)
     # Once per fit: a wall's is asked again for the other wall's height, and it can take a search.
     misled = {id(f): _misled_height(f, scene, compared) for f in fits}
-    reasons = {id(f): _unseen_height(f, fits, scene, compared, misled) for f in fits}
+    rises: dict[int, tuple[float, float, int]] = {}
+    reasons = {id(f): _unseen_height(f, fits, scene, compared, misled, rises) for f in fits}
     told: dict[str, list[str]] = {}
     for f in fits:
         if reasons[id(f)] is None:
