@@ -279,6 +279,25 @@ def test_heights_a_view_from_straight_above_cannot_show_are_not_measured():
     assert m.pieces.to_json()["short_wall"]["height_mm"] is None
 
 
+def test_heights_are_not_measured_when_no_focal_length_is_known():
+    # From 87 degrees up the mat's outline gives no focal length; with no camera profile and none in
+    # the photo's EXIF the camera's height above the mat is a guess, and every height scales with it
+    # (held-out render calib_v2_any_3715 at 85 degrees: a tower written 12.2 mm short). Footprints are
+    # measured, heights are not, and the user is told how to get them. (The default focal length is
+    # this test camera's, so the heights would have come out right here: the test is of behaviour.)
+    # With the photo's EXIF focal length the heights rest on it and are measured.
+    boxes, truth = _scene(1.0)
+    photo = _photo(boxes, 87, 0, 420)
+    m = measure_pieces(photo)
+    assert m.focal_source == "default"
+    _assert_footprints(m, truth, abs_mm=1.0)
+    assert all(getattr(m.pieces, kind).height_mm is None for kind in ("tower", "short_wall", "long_wall", "keep"))
+    assert [n for n in m.notes if "no focal length known" in n and "calibrate the camera" in n]
+    exif = measure_pieces(photo, exif_focal_35mm=36.0 * K[0, 0] / 1280)
+    assert exif.focal_source == "exif"
+    assert exif.pieces.tower.height_mm == pytest.approx(42.0, rel=0.06)
+
+
 def test_a_towers_height_is_not_measured_where_its_sides_foot_looks_like_the_print():
     # A tower in shade on a black square: its lit top shows, its dark sides look like the ink around
     # them, so nothing shows where it stands but the top, and a higher top over a footprint further out
