@@ -61,7 +61,9 @@ hardly moves with the height (a view from nearly straight above), the piece is f
 height held (a wall at the other wall's, any other piece at the spec's proportion to its length) and
 its height is left unmeasured, with a note (_hold_unseen_heights); so is a tower found again from the
 set after less than a third of its side stood out (TOWER_PART_GROWTH), and a piece whose height moves
-when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow).
+when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow),
+a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height), and every piece
+when no focal length is known (no camera profile, no EXIF, the mat too straight-on to give one).
 A photo is refused rather than measured when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
@@ -2228,8 +2230,8 @@ AGREE_MM = 2.0
 # rests on the photo's noise: development render calib_v2_even_3676 rendered again (at most one grey
 # level apart from the first render, in a few pixels) passed both walls 7.0 mm too tall and the long
 # wall 2.3 mm short, where the first render had its walls left unmeasured by a shadow check that fired
-# at 2.05 mm against its 2.0. Over the grey pieces of 44 development renders (seeds even 3660-3689, any
-# 3683-3704, with a camera profile; 31 towers and 38 wall pairs) the rise was under 0.4 per 1,000 pixels
+# at 2.05 mm against its 2.0. Over the grey pieces of 43 development renders measured (seeds even 3660-3689, any
+# 3683-3704, with a camera profile; 43 towers and 43 wall pairs) the rise was under 0.4 per 1,000 pixels
 # for those walls (0.10) and for a tower 1.9 mm too tall (0.24), and for seven pieces already left
 # unmeasured for other reasons (0.4 to 24 mm off); every other height rose 0.65 or more (the least a
 # wall pair 0.5 mm off).
@@ -2274,8 +2276,6 @@ _UNSEEN_HEIGHT = {
               "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
               "facing the camera"),
 }
-
-
 
 
 def _height_rises(f: PieceFit, scene: _Scene) -> tuple[float, float, int]:
