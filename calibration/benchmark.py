@@ -136,11 +136,12 @@ def _slotted_body(width: float, depth: float) -> tuple[list, list]:
 
 
 def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, angle_deg: float, colour,
-                  slots: bool = False) -> list:
+                  slots: bool = False, floor_shade: float = 1.0) -> list:
     """A tower or a keep as render_mat_view boxes, as synth.geometry builds it: a square body up to the
     foot of its merlons (with `slots`, a tower's with a slot down each side: calibration.pieces.TOWER_SLOT)
     and the merlons (calibration.pieces.CROWN: a keep's four on its corners, a tower's parapet around its
-    open roof) up to its full height."""
+    open roof) up to its full height. `floor_shade`: how lit the body's top between the merlons is next
+    to their tops (in a physically lit photo the merlons shade it)."""
     share, merlons = CROWN[kind]
     foot = (1.0 - share) * height
     whole = (-0.5, 0.5, -0.5, 0.5)
@@ -156,7 +157,8 @@ def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, ang
     boxes = []
     for (u0, u1, v0, v1), top, bottom in parts:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
-        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom))
+        shade = (floor_shade,) if top == foot else ()
+        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom, *shade))
     return boxes
 
 

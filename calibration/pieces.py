@@ -514,9 +514,6 @@ def _side_merlons(width: float, depth: float) -> list[tuple[float, float, float,
 # it the roof is open, so a plain box fitted to a tower settled between the roof and the merlons'
 # top, 0.6-11.5 mm short (session 23: 11 dev renders measured in any light, 8 in even light).
 CROWN = {"keep": (0.2, _corner_merlons(0.3)), "tower": (0.15, _corner_merlons(0.24) + _side_merlons(0.22, 0.2))}
-# Which sides (along +x, -y, -x, +y: _side_normals) of each tower merlon stand inside its parapet, off
-# the tower's own sides (CROWN_INSIDE).
-TOWER_MERLON_INSIDE = np.array([(u1 < 0.5, v0 > -0.5, u0 > -0.5, v1 < 0.5) for u0, u1, v0, v1 in CROWN["tower"][1]])
 
 # The slot down the middle of each of a tower's sides (pieces-and-photos.md; the walls' tabs slide into it):
 # its width and depth as shares of the tower's side and its top as a share of the tower's height, as
@@ -613,8 +610,10 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     along = np.column_stack([u1, u1, u0, u0])[..., None]
     across = np.column_stack([v1, v0, v0, v1])[..., None]
     foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
-    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes,
-                          TOWER_MERLON_INSIDE if kind == "tower" else None)
+    # A merlon's sides that are not flush with the piece's own face its top between the merlons (CROWN_INSIDE).
+    half_l, half_w = 0.5 * params[3] * (1 - 1e-9), 0.5 * params[4] * (1 - 1e-9)
+    inside = np.column_stack([u1 < half_l, v0 > -half_w, u0 > -half_l, v1 < half_w])  # (along +x, -y, -x, +y)
+    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes, inside)
     slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
     return body, tabs, merlon, slots
 
@@ -629,7 +628,7 @@ APPEARANCE_TAU = 0.15
 # in the merlons' shade, darker in a physically lit photo. Fitted with one colour for both, walls
 # came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
 # 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). So too a tower's
-# merlon tops, apart from its roof (CROWN_INSIDE).
+# merlon tops, apart from its roof (CROWN_INSIDE), and a keep's.
 MERLON_TOPS = TOP - 1
 # A tower's slots are narrow and deep: their insides lie in their own shade, darker in a physically
 # lit photo than the sides they were lit as. Lit as the sides, they pulled each side's colour down,
@@ -651,6 +650,14 @@ TOWER_SLOT_INSIDE = TOP - 2
 # Session 43 gave the tops alone a colour of their own: better on development renders, worse on
 # held-out ones (any_3583 +1.8 -> +9.0 mm). This time, on held-out seeds any 3710-3714 and even
 # 3700-3704 read by both codes, heights' mean error 0.53 -> 0.48 and 0.81 -> 0.80 mm (session 58).
+# A keep's four corner merlons shade the top between them as well, and a wall's merlons the crenels'
+# sides facing each other. Lit as one with the merlons' tops, a keep's top pulled keeps' heights up (a
+# median +0.2 mm, three of 37 on 52 development renders 2.2-2.4 mm too tall) and their footprints in
+# (all 43 small, a median 0.36 mm). So keeps too have their merlons' tops coloured apart from the top
+# between them (keep heights' median error -0.1 mm, none over 2 mm), and keeps and walls their merlons'
+# inner faces (CROWN_INSIDE; a wall's were lit as its end faces): on the same renders (a camera profile)
+# 45 photos measured (43 before), 152 heights written (141), 123 within 1 mm (111), every footprint
+# within 0.88 mm (a tower 1.13 mm off before) (session 60).
 CROWN_INSIDE = TOP - 3
 
 
@@ -841,7 +848,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         merlon = {}
         in_front = None
         if merlon_faces:
-            keys = [MERLON_TOPS if side == TOP and kind != "keep" else side for side, _ in merlon_faces]
+            keys = [MERLON_TOPS if side == TOP else side for side, _ in merlon_faces]
             lit_as = list(dict.fromkeys(keys))  # each orientation once, in the order first seen
             maps = np.zeros((len(lit_as),) + shape)
             grid.cover_all([poly for _, poly in merlon_faces], [lit_as.index(k) for k in keys], ramp, maps)
