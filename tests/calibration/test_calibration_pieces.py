@@ -885,10 +885,12 @@ def test_a_height_the_photo_does_not_pin_down_is_not_measured():
     # well 3 mm lower or higher; the fit settled 7.0 mm too tall with the long wall 2.3 mm short, and
     # the shadow check that had left the first render's walls unmeasured did not fire. A height the
     # photo does not pin down is left unmeasured, and the walls' footprints, held at the usual
-    # proportions, come within 1 mm.
+    # proportions, come within 1 mm. (Since the walls' crenel sides have a colour of their own, session
+    # 60, the walls settle 13 mm too tall here and the shadow check leaves them out before this one does.)
     m, sizes = _measured_render("calib_v2_even_3676_rerendered")
     assert m.pieces.short_wall.height_mm is None and m.pieces.long_wall.height_mm is None
-    assert any("nearly as well 3 mm taller or shorter" in n and "long wall" in n for n in m.notes)
+    assert any(("nearly as well 3 mm taller or shorter" in n or "seen over their own shadows" in n)
+               and "long wall" in n for n in m.notes)
     for kind in ("short_wall", "long_wall"):
         assert getattr(m.pieces, kind).footprint_mm[0] == pytest.approx(sizes[kind][0], abs=1.0), kind
     for kind in ("tower", "keep"):  # (the tower, its foot unseen, is held at the usual proportion: 1.1 mm small)
