@@ -157,8 +157,8 @@ def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, ang
     boxes = []
     for (u0, u1, v0, v1), top, bottom in parts:
         c = np.array([x, y]) + ((u0 + u1) / 2 * ax + (v0 + v1) / 2 * ay) * side
-        shade = (floor_shade,) if top == foot and floor_shade != 1.0 else ()
-        boxes.append((box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg), top, colour, bottom, *shade))
+        corners = box_corners(c[0], c[1], (u1 - u0) * side, (v1 - v0) * side, angle_deg)
+        boxes.append((corners, top, colour, bottom, floor_shade if top == foot else 1.0))
     return boxes
 
 

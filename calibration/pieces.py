@@ -610,7 +610,8 @@ def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None
     along = np.column_stack([u1, u1, u0, u0])[..., None]
     across = np.column_stack([v1, v0, v0, v1])[..., None]
     foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
-    # A merlon's sides that are not flush with the piece's own face its top between the merlons (CROWN_INSIDE).
+    # A merlon's sides that are not flush with the piece's own face its top between the merlons (CROWN_INSIDE);
+    # the tolerance keeps a wall's last merlon, whose end is summed up to the wall's, flush with it.
     half_l, half_w = 0.5 * params[3] * (1 - 1e-9), 0.5 * params[4] * (1 - 1e-9)
     inside = np.column_stack([u1 < half_l, v0 > -half_w, u0 > -half_l, v1 < half_w])  # (along +x, -y, -x, +y)
     merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes, inside)
