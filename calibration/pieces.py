@@ -1535,6 +1535,7 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
         area[r.label] = int(r.area)
     labels = labels.copy()
     big = {i for i in grey if area[i] >= MIN_PIECE_AREA_MM2 * ppm * ppm}
+    unjoined: list[int] = []
     if big:
         trees = {i: cKDTree(grey[i]) for i in big}
         for i in sorted(set(grey) - big, key=lambda i: -area[i]):
@@ -1543,7 +1544,11 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
                 labels[labels == i] = j
                 grey[j] = np.vstack([grey[j], grey[i]])
                 trees[j] = cKDTree(grey[j])
-            del grey[i]
+                del grey[i]
+            else:
+                unjoined.append(i)
+    for i in set(unjoined) - set(_parts_of_one_piece(unjoined, grey, area, labels)):
+        grey.pop(i, None)  # (a part left alone is no piece; a group's other parts are gone already)
     # The smallest region is the likeliest to be a part: it joins its nearest neighbour.
     pending = set(grey)
     while len(grey) > 3 and pending:
@@ -1556,6 +1561,38 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
         grey[other] = np.vstack([grey[other], grey.pop(small)])
         area[other] += area.pop(small)
     return labels
+
+
+def _parts_of_one_piece(parts: list[int], grey: dict[int, np.ndarray], area: dict[int, int],
+                        labels: np.ndarray) -> list[int]:
+    """Parts too small to be a piece, near no piece-sized region, can be all that shows of one: a
+    wall whose sides and the top between its merlons look like the black squares beneath it shows
+    only its merlons' tops, each too small to be a piece and further apart than a region's parts
+    (development render calib_v2_even_3685, even light, was refused as "found 2 grey pieces"). Such
+    parts within MAX_PART_GAP_MM of each other join (in `labels`, `grey` and `area`); the labels of
+    the groups that together are piece-sized are returned."""
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    ppm = RECT_PX_PER_MM
+    if len(parts) < 2:
+        return []
+    trees = [cKDTree(grey[i]) for i in parts]
+    near = np.array([[a != b and trees[a].query(grey[parts[b]], k=1)[0].min() <= MAX_PART_GAP_MM * ppm
+                      for b in range(len(parts))] for a in range(len(parts))])
+    _, group = connected_components(near, directed=False)
+    joined = []
+    for g in np.unique(group):
+        members = [parts[k] for k in np.flatnonzero(group == g)]
+        if len(members) < 2 or sum(area[i] for i in members) < MIN_PIECE_AREA_MM2 * ppm * ppm:
+            continue
+        first = members[0]
+        for i in members[1:]:
+            labels[labels == i] = first
+            grey[first] = np.vstack([grey[first], grey.pop(i)])
+            area[first] += area.pop(i)
+        joined.append(first)
+    return joined
 
 
 # How much bigger than the spec's (NOMINAL_MM) a piece of a set may be: the spec's sizes are

@@ -77,3 +77,19 @@ def test_three_grey_pieces_are_left_as_they_were():
     labels = _paint([[_rect(30, 30, 22, 22, 0)], [_rect(120, 40, 32, 9, 0)], [_rect(100, 100, 86, 9, 30)]])
     out, keeps = _regroup(labels, np.zeros(labels.shape), labels > 0, NADIR, CAM_Z)
     assert not keeps and np.array_equal(out, labels)
+
+
+def test_a_wall_seen_only_by_its_merlons_tops_is_one_piece():
+    # A short wall whose sides and the top between its merlons look like the black squares beneath
+    # it shows only its four merlons' tops, 5.5 x 9 mm each and 3.8 mm apart: each too small to be a
+    # piece and none near a piece-sized region. Together they are the short wall; a lone part too
+    # small to be a piece, far from every other, stays no piece.
+    tower, long_ = _rect(30, 30, 22, 22, 0), _rect(100, 120, 86, 9, 30)
+    merlons = [_rect(120 + i * 9.3, 40, 5.5, 9, 0) for i in range(4)]
+    speck = _rect(40, 180, 6, 6, 0)
+    labels = _paint([[tower], [long_], *[[m] for m in merlons], [speck]])
+    out = _join_grey_parts(labels, np.zeros(labels.shape), labels > 0)
+    wall = {_label_at(out, 120 + i * 9.3, 40) for i in range(4)}
+    assert len(wall) == 1 and 0 not in wall
+    assert wall.isdisjoint({_label_at(out, 30, 30), _label_at(out, 100, 120)})
+    assert _label_at(out, 40, 180) not in wall | {_label_at(out, 30, 30), _label_at(out, 100, 120)}

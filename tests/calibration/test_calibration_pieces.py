@@ -879,6 +879,14 @@ def test_a_wall_grown_over_its_shadow_does_not_vouch_for_the_other_walls_height(
     assert any("long wall" in n and "not measured" in n for n in m.notes)
 
 
+def test_a_wall_seen_only_by_its_merlons_tops_is_measured():
+    # A Mitsuba render in even light (calib_v2_even_3685: a ceiling light, 63 degrees up). The short
+    # wall stands on black squares and its sides and the top between its merlons look like them: only
+    # its four merlons' tops show, each too small to be a piece and none near a piece-sized region, and
+    # the photo was refused as "found 2 grey pieces". Together they are the short wall.
+    _render_with_footprints_within_1mm("calib_v2_even_3685")
+
+
 def test_a_height_the_photo_does_not_pin_down_is_not_measured(monkeypatch):
     # calib_v2_even_3676 rendered a second time (the same scene, at most one grey level apart in a few
     # pixels). Its walls, dark sides on black squares seen from 74 degrees, fit the photo nearly as
