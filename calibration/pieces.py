@@ -451,9 +451,6 @@ class _Scene:
     # The print's white in deep shadow: shadow-like (darker than the print, its colour unchanged)
     # and darker than half the paper's white (_shadow_shift).
     deep_shadow: np.ndarray | None = None
-    # False when neither a camera profile, nor the mat, nor the photo's EXIF gave the focal length:
-    # the camera's height above the mat (cam_z) is then a guess, and every height scales with it.
-    focal_known: bool = True
 
 
 def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndarray:
@@ -1272,13 +1269,22 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         if f is not None:
             K, focal_source = default_camera(w, h).matrix(), "mat"
             K[0, 0] = K[1, 1] = f
+        elif exif_focal_35mm:
+            K, focal_source = default_camera(w, h, exif_focal_35mm).matrix(), "exif"
+            notes.append("no camera profile and the view is too straight-on to measure the focal "
+                         "length; heights rest on the photo's EXIF focal length (calibrate the camera "
+                         "for better sizes)")
         else:
-            K = default_camera(w, h, exif_focal_35mm).matrix()
-            focal_source = "exif" if exif_focal_35mm else "default"
-            if exif_focal_35mm:  # (without it the heights are left unmeasured: _hold_unseen_heights)
-                notes.append("no camera profile and the view is too straight-on to measure the focal "
-                             "length; heights rest on the photo's EXIF focal length (calibrate the camera "
-                             "for better sizes)")
+            # The camera's height above the mat would be a guess, and from above a piece is seen by
+            # its top, whose size on the mat scales with that height as well as its own: held-out
+            # renders at 85 degrees with the default focal length had a tower's height written 12.2 mm
+            # short (calib_v2_any_3715) and, with heights left out, a footprint 1.9 mm off passed
+            # there and a long wall 4.3 mm short on calib_v2_even_3715.
+            raise PieceMeasureError(
+                "no focal length known: no camera profile, none in the photo's EXIF, and the mat seen too "
+                "straight-on to measure it, so the pieces' sizes cannot be measured; calibrate the camera "
+                "(castellan calibrate camera) and measure with its profile, keep the photo's EXIF, or take "
+                "the photo from 50-70 degrees above the table")
     centre = _camera_pose(det, K)
     nadir, cam_z = centre[:2], float(-centre[2])
 
@@ -1417,7 +1423,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     _refit_by_kind(fits, nadir, cam_z)
     norm = (rect - black) / np.maximum(white - black, 20.0)
     scene = _Scene(norm, t01, labels, valid, nadir, cam_z, tuple(f.label for f in fits),
-                   shadow_like & _white_print(t01) & _deeply_dark(norm), focal_source != "default")
+                   shadow_like & _white_print(t01) & _deeply_dark(norm))
     for f in fits:
         if f.kind == "keep":
             # Keeps stand out by their colour, so their outline is sure: the paper around it shows
@@ -2295,12 +2301,6 @@ FLAT_HEIGHT_RISE = 0.4e-3
 
 # Why a piece's height could not be measured, for one piece and for several, and what to do about it.
 _UNSEEN_HEIGHT = {
-    "focal": ("was seen with no focal length known (no camera profile, none in the photo's EXIF, and the mat "
-              "seen too straight-on to measure it), and its height scales with it",
-              "were seen with no focal length known (no camera profile, none in the photo's EXIF, and the mat "
-              "seen too straight-on to measure it), and their heights scale with it",
-              "calibrate the camera (castellan calibrate camera) and measure with its profile, or take the photo "
-              "from 50-70 degrees above the table"),
     "edge": ("stands where its top is seen past the mat's edge or behind another piece",
              "stand where their tops are seen past the mat's edge or behind other pieces",
              "stand the pieces nearer the middle of the mat, clear of each other"),
@@ -2440,16 +2440,10 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     when the fit held so makes the lengths no longer one set, and the tower when it takes them further
     from G3."""
     compared = ~_edge_strip(scene.valid)
-    if not scene.focal_known:
-        # Every height scales with the camera's guessed height above the mat: held-out render
-        # calib_v2_any_3715 (85 degrees, no camera profile, no EXIF) had a tower written 12.2 mm short
-        # with the default focal length (true 1,814 px), its fit as sure as any.
-        reasons: dict[int, str | None] = {id(f): "focal" for f in fits}
-    else:
-        # Once per fit: a wall's is asked again for the other wall's height, and it can take a search.
-        misled = {id(f): _misled_height(f, scene, compared) for f in fits}
-        rises: dict[int, tuple[float, float, int]] = {}
-        reasons = {id(f): _unseen_height(f, fits, scene, compared, misled, rises) for f in fits}
+    # Once per fit: a wall's is asked again for the other wall's height, and it can take a search.
+    misled = {id(f): _misled_height(f, scene, compared) for f in fits}
+    rises: dict[int, tuple[float, float, int]] = {}
+    reasons = {id(f): _unseen_height(f, fits, scene, compared, misled, rises) for f in fits}
     told: dict[str, list[str]] = {}
     for f in fits:
         if reasons[id(f)] is None:

@@ -293,22 +293,22 @@ def test_heights_a_view_from_straight_above_cannot_show_are_not_measured():
     assert m.pieces.to_json()["short_wall"]["height_mm"] is None
 
 
-def test_heights_are_not_measured_when_no_focal_length_is_known():
+def test_no_focal_length_known_refuses_the_measurement():
     # From 87 degrees up the mat's outline gives no focal length; with no camera profile and none in
-    # the photo's EXIF the camera's height above the mat is a guess, and every height scales with it
-    # (held-out render calib_v2_any_3715 at 85 degrees: a tower written 12.2 mm short). Footprints are
-    # measured, heights are not, and the user is told how to get them. (The default focal length is
-    # this test camera's, so the heights would have come out right here: the test is of behaviour.)
-    # With the photo's EXIF focal length the heights rest on it and are measured.
+    # the photo's EXIF the camera's height above the mat is a guess, and from above a piece's top, so
+    # its size too, scales with it (held-out renders at 85 degrees: a tower's height written 12.2 mm
+    # short, and with heights left out a long wall passed 4.3 mm short). The photo is refused with
+    # what to do. (The default focal length is this test camera's, so the sizes would have come out
+    # right here: the test is of behaviour.) With the photo's EXIF focal length the sizes rest on it
+    # and are measured, heights included.
     boxes, truth = _scene(1.0)
     photo = _photo(boxes, 87, 0, 420)
-    m = measure_pieces(photo)
-    assert m.focal_source == "default"
-    _assert_footprints(m, truth, abs_mm=1.0)
-    assert all(getattr(m.pieces, kind).height_mm is None for kind in ("tower", "short_wall", "long_wall", "keep"))
-    assert [n for n in m.notes if "no focal length known" in n and "calibrate the camera" in n]
+    with pytest.raises(PieceMeasureError, match="no focal length known") as refused:
+        measure_pieces(photo)
+    assert "calibrate the camera" in str(refused.value) and "EXIF" in str(refused.value)
     exif = measure_pieces(photo, exif_focal_35mm=36.0 * K[0, 0] / 1280)
     assert exif.focal_source == "exif"
+    _assert_footprints(exif, truth, abs_mm=1.0)
     assert exif.pieces.tower.height_mm == pytest.approx(42.0, rel=0.06)
 
 
