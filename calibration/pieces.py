@@ -62,9 +62,9 @@ height held (a wall at the other wall's, any other piece at the spec's proportio
 its height is left unmeasured, with a note (_hold_unseen_heights); so is a tower found again from the
 set after less than a third of its side stood out (TOWER_PART_GROWTH), and a piece whose height moves
 when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow),
-a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height), and every piece
-when no focal length is known (no camera profile, no EXIF, the mat too straight-on to give one).
-A photo is refused rather than measured when the pieces do not come out as
+and a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height).
+A photo is refused rather than measured when no focal length is known (no camera profile, no EXIF,
+the mat too straight-on to give one: from above a piece's size rests on it), when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
 height, a tower near its usual share of a short wall), when the keeps, one moulding, measure more
@@ -1853,11 +1853,16 @@ def _check_light(fits: list[PieceFit], notes: list[str], scene: _Scene | None = 
                          "measure again in even light")
 
 
+# The least a wall's length is of its thickness (the spec's short wall: 32 x 9 mm) before its fit is
+# taken for something else than a wall (_check_shapes, _search_from_set).
+WALL_MIN_ASPECT = 2.0
+
+
 def _check_shapes(fits: list[PieceFit]) -> None:
     """The grey pieces, fitted as a tower and two walls, must look like them."""
     kind = {f.kind: f for f in fits if f.kind != "keep"}
     tower, short, long_ = kind["tower"], kind["short_wall"], kind["long_wall"]
-    if (short.length_mm < 2.0 * short.width_mm or long_.length_mm < 1.5 * short.length_mm
+    if (short.length_mm < WALL_MIN_ASPECT * short.width_mm or long_.length_mm < 1.5 * short.length_mm
             or tower.length_mm > short.length_mm or tower.length_mm < 1.3 * short.width_mm):
         found = ", ".join(f"{f.length_mm:.0f} x {f.width_mm:.0f} mm" for f in (tower, short, long_))
         hint = ("; the pieces cast strong shadows: light the mat evenly (daylight, no lamp close by)"
@@ -2593,9 +2598,10 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
         top = np.asarray(Polygon(f.outline_mm).buffer(0).centroid.coords[0])
         tops = {t: _top_start(now, top, scene, t) for t in targets}
     shift = max((math.dist(q[:2], now[:2]) for q in tops.values()), default=0.0)
-    # A wall fitted less than twice as long as thick (which _check_shapes refuses) settled on
-    # something else than the wall: it is also looked for around where it settled (_wall_grid_start).
-    collapsed = f.kind in ("short_wall", "long_wall") and now[3] < 2.0 * now[4]
+    # A wall fitted less than WALL_MIN_ASPECT times as long as thick (which _check_shapes refuses)
+    # settled on something else than the wall: it is also looked for around where it settled
+    # (_wall_grid_start).
+    collapsed = f.kind in ("short_wall", "long_wall") and now[3] < WALL_MIN_ASPECT * now[4]
     if collapsed:
         shift = WALL_GRID_ACROSS * now[4]
     model = _appearance(f, scene, pad_mm=8.0 + shift + max(abs(t - f.length_mm) for t in targets))
