@@ -81,6 +81,7 @@ API: `measure_pieces(image_bgr, camera=None, exif_focal_35mm=None) -> PieceMeasu
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -980,9 +981,13 @@ def _grid_starts(model: _Appearance, a: np.ndarray, b: np.ndarray, keep: int = 2
             for turn in np.radians(np.arange(0.0, 90.0, 15.0)):
                 q = a.copy()
                 q[:3] = x, y, a[2] + turn
-                boxes.append((model.cost(q), q))
-    boxes.sort(key=lambda c: c[0])
-    return [q for _, q in boxes[:keep]]
+                boxes.append(q)
+    return _cheapest(model, boxes, keep)
+
+
+def _cheapest(model: _Appearance, boxes: list[np.ndarray], keep: int) -> list[np.ndarray]:
+    """The `keep` boxes (fit parameters) the photo costs least, the first of equals first."""
+    return sorted(boxes, key=model.cost)[:keep]
 
 
 def _apply_appearance(f: PieceFit, model: _Appearance, x: np.ndarray) -> None:
@@ -1519,9 +1524,10 @@ def _is_shadow(solid_sure: np.ndarray) -> bool:
 
 def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray) -> np.ndarray:
     """A piece whose sides look like the print beneath it shows in parts (its top's merlons, bits
-    of its sides). Parts too small to be a piece join the nearest larger region; then, while there
-    are more piece-sized grey regions than the three grey pieces asked for, the smallest joins its
-    nearest neighbour; never across more than MAX_PART_GAP_MM. Shadows (a keep's, say) take no part:
+    of its sides). Parts too small to be a piece join the nearest larger region, or, near none, each
+    other where together they are piece-sized (_parts_of_one_piece); then, while there are more
+    piece-sized grey regions than the three grey pieces asked for, the smallest joins its nearest
+    neighbour; never across more than MAX_PART_GAP_MM. Shadows (a keep's, say) take no part:
     counted as grey regions they made two pieces standing apart join into one."""
     from scipy.spatial import cKDTree
 
@@ -1553,8 +1559,14 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
                 del grey[i]
             else:
                 unjoined.append(i)
-    for i in set(unjoined) - set(_parts_of_one_piece(unjoined, grey, area, labels)):
-        grey.pop(i, None)  # (a part left alone is no piece; a group's other parts are gone already)
+    groups = _parts_of_one_piece(unjoined, grey, area)
+    for i in set(unjoined) - {i for group in groups for i in group}:
+        del grey[i]  # a part alone is no piece
+    for first, *others in groups:
+        for i in others:
+            labels[labels == i] = first
+            grey[first] = np.vstack([grey[first], grey.pop(i)])
+            area[first] += area.pop(i)
     # The smallest region is the likeliest to be a part: it joins its nearest neighbour.
     pending = set(grey)
     while len(grey) > 3 and pending:
@@ -1569,36 +1581,22 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
     return labels
 
 
-def _parts_of_one_piece(parts: list[int], grey: dict[int, np.ndarray], area: dict[int, int],
-                        labels: np.ndarray) -> list[int]:
+def _parts_of_one_piece(parts: list[int], grey: dict[int, np.ndarray], area: dict[int, int]) -> list[list[int]]:
     """Parts too small to be a piece, near no piece-sized region, can be all that shows of one: a
     wall whose sides and the top between its merlons look like the black squares beneath it shows
     only its merlons' tops, each too small to be a piece and further apart than a region's parts
-    (development render calib_v2_even_3685, even light, was refused as "found 2 grey pieces"). Such
-    parts within MAX_PART_GAP_MM of each other join (in `labels`, `grey` and `area`); the labels of
-    the groups that together are piece-sized are returned."""
+    (development render calib_v2_even_3685, even light, was refused as "found 2 grey pieces"). The
+    groups of `parts` (labels; `grey`: their border pixels, `area`: their sizes) within
+    MAX_PART_GAP_MM of each other that together are piece-sized."""
     from scipy.sparse.csgraph import connected_components
-    from scipy.spatial import cKDTree
 
     ppm = RECT_PX_PER_MM
-    if len(parts) < 2:
-        return []
-    trees = [cKDTree(grey[i]) for i in parts]
-    near = np.array([[a != b and trees[a].query(grey[parts[b]], k=1)[0].min() <= MAX_PART_GAP_MM * ppm
-                      for b in range(len(parts))] for a in range(len(parts))])
+    near = np.zeros((len(parts), len(parts)), bool)
+    for a, b in itertools.combinations(range(len(parts)), 2):
+        near[a, b] = _gap_px(grey[parts[a]], grey[parts[b]]) <= MAX_PART_GAP_MM * ppm
     _, group = connected_components(near, directed=False)
-    joined = []
-    for g in np.unique(group):
-        members = [parts[k] for k in np.flatnonzero(group == g)]
-        if len(members) < 2 or sum(area[i] for i in members) < MIN_PIECE_AREA_MM2 * ppm * ppm:
-            continue
-        first = members[0]
-        for i in members[1:]:
-            labels[labels == i] = first
-            grey[first] = np.vstack([grey[first], grey.pop(i)])
-            area[first] += area.pop(i)
-        joined.append(first)
-    return joined
+    groups = [[parts[k] for k in np.flatnonzero(group == g)] for g in np.unique(group)]
+    return [g for g in groups if len(g) > 1 and sum(area[i] for i in g) >= MIN_PIECE_AREA_MM2 * ppm * ppm]
 
 
 # How much bigger than the spec's (NOMINAL_MM) a piece of a set may be: the spec's sizes are
@@ -2646,17 +2644,15 @@ def _wall_grid_start(model: _Appearance, q: np.ndarray, along: float) -> np.ndar
     imperfect model."""
     axis = np.array([math.cos(q[2]), math.sin(q[2])])
     across = np.array([-axis[1], axis[0]])
-    best = None
+    boxes = []
     for a in np.linspace(-along, along, 7):
         for b in np.linspace(-WALL_GRID_ACROSS, WALL_GRID_ACROSS, 7) * q[4]:
             for turn in np.radians([0.0, -15.0, 15.0, 90.0]):
                 box = q.copy()
                 box[:2] += a * axis + b * across
                 box[2] += turn
-                cost = model.cost(box)
-                if best is None or cost < best[0]:
-                    best = (cost, box)
-    return best[1]
+                boxes.append(box)
+    return _cheapest(model, boxes, 1)[0]
 
 
 def _check_set(fits: list[PieceFit]) -> None:
