@@ -666,6 +666,13 @@ CROWN_INSIDE = TOP - 3
 # beside it, the foot moved back from the camera under a top that stayed put, and the piece came out
 # short (every piece of that photo 1.5-1.8 mm). So a side's colour changes linearly from its foot to
 # its top (fitted, per channel). Measured in session 44 (README: calibration).
+# The darkening is steepest in a side's lowest millimetres, which a line does not follow, and the grey
+# pieces still come out a median 0.5-0.6 mm low. A colour also bending with the height (quadratic), or
+# dropping within 1.5 mm of the foot (exponential), was tried in session 62 on development renders: the
+# first moved the medians 0.1 mm and the keeps further off; the second took the towers' median error
+# from -0.8 to +0.1 mm but the walls' only to -0.55, wrote fewer heights (the foot then pins them less)
+# and lost a photo (even_3668), and on keeps too made them a median 1.1 mm too tall. Not taken
+# (docs/calibration-history.md, session 62).
 SIDE_SHADING = True
 
 
