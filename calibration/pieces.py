@@ -1567,14 +1567,18 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
                 del grey[i]
             else:
                 unjoined.append(i)
+
+    def join(part: int, into: int) -> None:
+        labels[labels == part] = into
+        grey[into] = np.vstack([grey[into], grey.pop(part)])
+        area[into] += area.pop(part)
+
     groups = _parts_of_one_piece(unjoined, grey, area)
     for i in set(unjoined) - {i for group in groups for i in group}:
         del grey[i]  # a part alone is no piece
     for first, *others in groups:
         for i in others:
-            labels[labels == i] = first
-            grey[first] = np.vstack([grey[first], grey.pop(i)])
-            area[first] += area.pop(i)
+            join(i, first)
     # The smallest region is the likeliest to be a part: it joins its nearest neighbour.
     pending = set(grey)
     while len(grey) > 3 and pending:
@@ -1583,9 +1587,7 @@ def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndar
         gap, other = min((_gap_px(grey[small], grey[j]), j) for j in grey if j != small)
         if gap > MAX_PART_GAP_MM * ppm:
             continue
-        labels[labels == small] = other
-        grey[other] = np.vstack([grey[other], grey.pop(small)])
-        area[other] += area.pop(small)
+        join(small, other)
     return labels
 
 
@@ -2612,9 +2614,9 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
         shift = WALL_GRID_ACROSS * now[4]
     # A tower fitted much smaller than the set says settled on a part of its top that stood out, maybe
     # not the part its outline centres on: it is also looked for a whole side around (_grid_starts).
-    small_tower = f.kind == "tower" and now[3] < SMALL_TOWER * max(targets)
-    if small_tower:
-        shift += max(targets)
+    wide = [t for t in tops if now[3] < SMALL_TOWER * t]
+    if wide:
+        shift += max(wide)
     model = _appearance(f, scene, pad_mm=8.0 + shift + max(abs(t - f.length_mm) for t in targets))
     if model is None:
         return None
@@ -2624,7 +2626,7 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
         starts = [_proportional_start(now, f.kind, target)]
         if target in tops:
             starts.append(tops[target])
-            if now[3] < SMALL_TOWER * target:
+            if target in wide:
                 starts += _grid_starts(model, starts[0], tops[target], keep=SMALL_TOWER_STARTS, reach=1.0)
             else:
                 starts += _grid_starts(model, starts[0], tops[target])
