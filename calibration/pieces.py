@@ -2313,6 +2313,10 @@ FLAT_HEIGHT_RISE = 0.4e-3
 
 
 # Why a piece's height could not be measured, for one piece and for several, and what to do about it.
+_KEEPS_APART_ADVICE = ("stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
+                       "facing the camera")
+_ALONE_WHY = (f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one moulding, "
+              "and one keep's height alone is not taken)")  # the same words for one keep and for several
 _UNSEEN_HEIGHT = {
     "edge": ("stands where its top is seen past the mat's edge or behind another piece",
              "stand where their tops are seen past the mat's edge or behind other pieces",
@@ -2340,14 +2344,8 @@ _UNSEEN_HEIGHT = {
              "stand the pieces on the mat's white squares and take the photo from 50-70 degrees above the table"),
     "apart": (f"was fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               f"were fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
-              "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
-              "facing the camera"),
-    "alone": (f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one "
-              "moulding, and one keep's height alone is not taken)",
-              f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one "
-              "moulding, and one keep's height alone is not taken)",
-              "stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
-              "facing the camera, and take the photo from 50-70 degrees above the table"),
+              _KEEPS_APART_ADVICE),
+    "alone": (_ALONE_WHY, _ALONE_WHY, _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"),
 }
 
 
@@ -2467,7 +2465,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
     # (the keeps are one moulding): keeps whose tops hardly move with their height can be the ones
     # fitted alike, and outvote a keep fitted right. On held-out render calib_v2_any_3735 (78 degrees,
     # two windows and a lamp; true height 20.0 mm) two such keeps fitted 30.5 and 30.9 mm high put the
-    # median of all four at 29.9, the keep fitted 21.9 mm high was left out as apart, and the one left
+    # median of all four at 29.7, the keep fitted 21.9 mm high was left out as apart, and the one left
     # (29.0) wrote the profile's keep height 9.0 mm too tall; on calib_v2_even_3735 (true 20.3 mm), of
     # three keeps fitted 19.9, 22.4 and 27.6 mm high the one measured wrote it 2.1 mm too tall.
     shown_keeps = [f for f in fits if f.kind == "keep" and reasons[id(f)] in (None, "apart")]
