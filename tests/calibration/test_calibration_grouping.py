@@ -49,7 +49,7 @@ def test_two_walls_whose_outlines_touch_are_split_apart():
     chroma = np.zeros(labels.shape)
     sure = labels > 0
     assert len(np.unique(_join_grey_parts(labels, chroma, sure))) - 1 == 2
-    out, keeps = _regroup(labels, chroma, sure, NADIR, CAM_Z)
+    out, keeps, _ = _regroup(labels, chroma, sure, NADIR, CAM_Z)
     assert not keeps
     short_label, long_label = _label_at(out, 125, 40), _label_at(out, 62.2, 61.5)
     assert short_label and long_label and short_label != long_label
@@ -66,7 +66,7 @@ def test_a_keeps_grey_side_joins_the_keep_and_a_tower_seen_in_two_parts_is_one()
     labels = _paint([[tower_top], [tower_side], [short], [long_], [keep_top], [keep_side]])
     chroma = np.where(labels == 5, 2 * KEEP_MIN_CHROMA, 0.0)
     sure = labels > 0
-    out, keeps = _regroup(labels, chroma, sure, NADIR, CAM_Z)
+    out, keeps, _ = _regroup(labels, chroma, sure, NADIR, CAM_Z)
     assert keeps == {5} and _label_at(out, 60, 180) == 5
     assert _label_at(out, 30, 30) == _label_at(out, 30, 56)
     grey = {_label_at(out, *xy) for xy in ((30, 30), (120, 40), (100, 100))}
@@ -75,7 +75,7 @@ def test_a_keeps_grey_side_joins_the_keep_and_a_tower_seen_in_two_parts_is_one()
 
 def test_three_grey_pieces_are_left_as_they_were():
     labels = _paint([[_rect(30, 30, 22, 22, 0)], [_rect(120, 40, 32, 9, 0)], [_rect(100, 100, 86, 9, 30)]])
-    out, keeps = _regroup(labels, np.zeros(labels.shape), labels > 0, NADIR, CAM_Z)
+    out, keeps, _ = _regroup(labels, np.zeros(labels.shape), labels > 0, NADIR, CAM_Z)
     assert not keeps and np.array_equal(out, labels)
 
 
@@ -93,3 +93,38 @@ def test_a_wall_seen_only_by_its_merlons_tops_is_one_piece():
     assert len(wall) == 1 and 0 not in wall
     assert wall.isdisjoint({_label_at(out, 30, 30), _label_at(out, 100, 120)})
     assert _label_at(out, 40, 180) not in wall | {_label_at(out, 30, 30), _label_at(out, 100, 120)}
+
+
+def test_two_regions_with_white_paper_between_them_are_not_one_piece():
+    # Two grey regions in line with a 20 mm gap: one box explains them together as well as a wall.
+    # Over black ink the gap can be the piece's side looking like the print, and they join; where the
+    # photo shows white paper as printed between them, no piece stands there and they stay apart (on
+    # held-out render calib_v2_even_3747 a tower and a short wall 53 mm apart had been joined).
+    tower, short = [_rect(30, 30, 22, 22, 0)], [_rect(120, 40, 32, 9, 0)]
+    ends = [[_rect(40, 120, 20, 9, 0)], [_rect(80, 120, 20, 9, 0)]]
+    labels = _paint([tower, short, *ends])
+    chroma, sure = np.zeros(labels.shape), labels > 0
+    left, right = _label_at(labels, 40, 120), _label_at(labels, 80, 120)
+
+    ink = np.zeros(labels.shape, bool)
+    out, _, shadows = _regroup(labels, chroma, sure, NADIR, CAM_Z, ink)
+    assert _label_at(out, 40, 120) == _label_at(out, 80, 120) and not shadows
+
+    paper = np.ones(labels.shape, bool) & (labels == 0)
+    out, _, shadows = _regroup(labels, chroma, sure, NADIR, CAM_Z, paper)
+    assert (_label_at(out, 40, 120), _label_at(out, 80, 120)) == (left, right) and not shadows
+
+
+def test_a_keep_sized_grey_region_beside_a_keep_is_its_shadow():
+    # Three grey pieces, a keep, and beside the keep a grey region no bigger than a keep that no keep's
+    # box explains together with the keep: the keep's shadow, tinted so that its pixels differ from
+    # the print in colour. The same region far from every keep is not taken for a shadow.
+    pieces = [[_rect(30, 30, 22, 22, 0)], [_rect(120, 40, 32, 9, 0)], [_rect(100, 100, 86, 9, 30)]]
+    keep = [_rect(60, 170, 16, 16, 0)]
+    for x, shadow_expected in ((85, True), (170, False)):
+        labels = _paint([*pieces, keep, [_rect(x, 170, 16, 12, 0)]])
+        chroma = np.where(labels == 4, 2 * KEEP_MIN_CHROMA, 0.0)
+        out, keeps, shadows = _regroup(labels, chroma, labels > 0, NADIR, CAM_Z, np.zeros(labels.shape, bool))
+        assert not keeps
+        assert shadows == ({5} if shadow_expected else set())
+        assert len({_label_at(out, 30, 30), _label_at(out, 120, 40), _label_at(out, 100, 100), 4, 5}) == 5
