@@ -31,7 +31,8 @@ Parts seen are grouped into pieces by distance first (_join_grey_parts); when th
 the three grey pieces, by what a piece's outline can be (_regroup): convex, the camera's projection of
 a box no bigger than a piece of the set. A region no such box explains is two pieces touching in the
 view and is split where it narrows; a grey part that makes a keep-sized box with a keep is the keep's
-side in shade; grey parts that one box explains together join, however far apart.
+side in shade; grey parts that one box explains together join, however far apart, unless white paper
+seen as printed lies between them; and a keep-sized grey region left over beside a keep is its shadow.
 
 Grey pieces, named from those first fits (the squarest is the tower), are then fitted to the photo
 itself (_refine_by_appearance): each visible face has a colour of its own (a wall's merlon tops one
@@ -1761,6 +1762,7 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
             for j in ids[a + 1:]:
                 if (i, j) not in joint:
                     hull = to_mm(np.vstack([_hull_rc(grey[i]), _hull_rc(grey[j])]))
+                    # (As much paper as the plastic a piece surely shows, SURE_PIECE_MM2: a 5 x 5 mm patch.)
                     apart = paper_seen is not None and _paper_between(grey[i], grey[j], paper_seen) > SURE_PIECE_MM2
                     joint[(i, j)] = None if apart else _one_piece(hull, nadir, cam_z, grey_kinds)
         good = [(iou, pair) for pair, iou in joint.items() if iou is not None and iou >= ONE_PIECE_IOU]
