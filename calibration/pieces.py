@@ -1369,6 +1369,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     lab_bal = color.rgb2lab(balanced[:, :, ::-1])
     lab_raw = color.rgb2lab(np.clip(rect[:, :, ::-1] / 255.0, 0, 1))
     chroma_map = np.hypot(lab_bal[..., 1], lab_bal[..., 2])
+    labels = _keeps_apart_from_grey(labels, chroma_map, nadir, cam_z)
     labels = _join_grey_parts(labels, chroma_map, solid_sure)
     labels, keep_labels, keep_shadows = _regroup(labels, chroma_map, solid_sure, nadir, cam_z,
                                                  background_px & _white_print(t01))
@@ -1534,6 +1535,51 @@ def _is_shadow(solid_sure: np.ndarray) -> bool:
     squares always cover some black ink, which shows them. (It once also took the share of such
     pixels: a short wall mostly on white, 18 % sure, was dropped as a shadow.)"""
     return solid_sure.sum() < SURE_PIECE_MM2 * RECT_PX_PER_MM ** 2
+
+
+def _keeps_apart_from_grey(labels: np.ndarray, chroma: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    """While fewer keeps than KEEP_COLOURS were found, a region mostly grey whose colourful part is as
+    big as a piece (MIN_PIECE_AREA_MM2) and has a keep's outline (_one_piece, ONE_PIECE_IOU) is a keep
+    that took in grey beside it: its colourful part becomes a region of its own (the biggest such
+    parts first, as many as keeps are missing), the rest keeps the label and is judged as any grey
+    region (a keep's side in shade, its shadow, or a piece).
+
+    Regions are told keep from grey by their median chroma, and a keep's shadow on a black square
+    beside it (darker than the ink: it differs from the print) can outweigh the keep: on held-out
+    render calib_v2_even_3750 (82 degrees, a window) a green keep and its shadow, 654 mm2 of which
+    292 mm2 colourful, made a fourth grey region, and the photo was refused. With every keep found,
+    a colourful patch in a grey region is a shadow tinted by a second light (94 mm2 in a lamp's
+    shadow on calib_v2_any_3753), and no region is split."""
+    ppm = RECT_PX_PER_MM
+    piece_px = MIN_PIECE_AREA_MM2 * ppm * ppm
+    vivid = chroma >= KEEP_MIN_CHROMA
+    found, candidates = 0, []
+    for r in measure.regionprops(labels):
+        if r.area < piece_px:
+            continue
+        ys, xs = r.coords[:, 0], r.coords[:, 1]
+        if np.median(chroma[ys, xs]) >= KEEP_MIN_CHROMA:
+            found += 1
+            continue
+        r0, c0, r1, c1 = r.bbox
+        comp = labels[r0:r1, c0:c1] == r.label
+        # Coloured fringes along grey edges (lenses, JPEG) are thin: opened away.
+        colourful = cv2.morphologyEx((comp & vivid[r0:r1, c0:c1]).astype(np.uint8), cv2.MORPH_OPEN,
+                                     np.ones((3, 3), np.uint8))
+        parts = measure.label(colourful)
+        if parts.max() == 0:
+            continue
+        keep = parts == 1 + int(np.argmax(np.bincount(parts.ravel())[1:]))
+        if keep.sum() < piece_px:
+            continue
+        rc = np.argwhere(keep) + [r0, c0]
+        iou = _one_piece((_hull_rc(rc)[:, ::-1] + 0.5) / ppm, nadir, cam_z, ("keep",))
+        if iou is not None and iou >= ONE_PIECE_IOU:
+            candidates.append(rc)
+    out = labels.copy()
+    for rc in sorted(candidates, key=len, reverse=True)[:max(0, len(KEEP_COLOURS) - found)]:
+        out[rc[:, 0], rc[:, 1]] = int(out.max()) + 1
+    return out
 
 
 def _join_grey_parts(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray) -> np.ndarray:
