@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.combined import combine_measurements
-from calibration.pieces import PieceMeasureError, PieceMeasurement
+from dataclasses import replace
+
+from calibration.combined import combine_measurements, triangulated_height
+from calibration.pieces import PieceFit, PieceMeasureError, PieceMeasurement
 from calibration.profiles import ColourProfile, KeepColour, PieceProfile, PieceSize
 
 TRUE = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0), "long_wall": (86.0, 9.0, 30.0),
@@ -58,3 +60,51 @@ def test_keep_colours_are_averaged_over_the_photos():
                              ["a", "b"])
     assert c.colours.keeps["red"].lab == pytest.approx((45.0, 60.0, 40.0))
     assert c.colours.keeps["red"].hue_deg == pytest.approx(33.7, abs=0.1)  # the mean's hue, not one photo's
+
+
+# Three cameras round the mat, as (x, y, height above the mat) in mat mm: two from one long side,
+# one from the other (as a user walks round the table), 60-75 degrees up.
+CAMERAS = [(105.0, -250.0, 480.0), (60.0, -190.0, 560.0), (100.0, 440.0, 520.0)]
+TOWER_TOP = np.array([80.0, 120.0, 42.0])
+
+
+def _slid(top: np.ndarray, camera, lower_mm: float) -> np.ndarray:
+    """The top moved down its line of sight from `camera` by `lower_mm` in height: how a fit that
+    took the foot of a side for the print places it (away from the camera, lower), fitting the photo
+    about as well."""
+    cam = np.asarray(camera)
+    return top + (top - cam) * lower_mm / (cam[2] - top[2])
+
+
+def test_the_lines_of_sight_through_each_photos_top_meet_at_the_true_height():
+    slid = [_slid(TOWER_TOP, c, dh) for c, dh in zip(CAMERAS, (1.2, 0.6, 1.8))]
+    assert max(TOWER_TOP[2] - p[2] for p in slid) > 1.5  # each photo alone measures it low
+    assert triangulated_height(slid, CAMERAS) == pytest.approx(42.0, abs=0.01)
+    # Photos from about one place do not pin the height down; lines that miss each other by more
+    # than a millimetre do not see one top (a photo misread).
+    assert triangulated_height(slid[:2], [CAMERAS[0], (107.0, -248.0, 482.0)]) is None
+    assert triangulated_height([slid[0], slid[1] + (3.0, 0.0, 0.0), slid[2]], CAMERAS) is None
+    assert triangulated_height(slid[:1], CAMERAS[:1]) is None
+
+
+def _photo_with_tower(top: np.ndarray, camera, measured: bool = True) -> PieceMeasurement:
+    m = _measurement({"tower": (0.0, 0.0, top[2] - 42.0)})
+    m.fits.append(PieceFit("tower", (float(top[0]), float(top[1])), 0.0, 22.0, 22.0, float(top[2]), 1.0, 0.0,
+                           height_measured=measured))
+    # The photo's camera as calibrate pieces gives it: in the mat's frame, its z axis into the table.
+    m.camera_centre_mm = (camera[0], camera[1], -camera[2])
+    return m
+
+
+def test_combined_photos_give_a_height_where_their_lines_of_sight_meet():
+    photos = [_photo_with_tower(_slid(TOWER_TOP, c, dh), c) for c, dh in zip(CAMERAS, (1.2, 0.6, 1.8))]
+    c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
+    assert c.pieces.tower.height_mm == pytest.approx(42.0, abs=0.01)  # the photos' mean: 40.8
+    assert any("tower's height is 42.0 mm where the photos' lines of sight" in n and "40.8 mm" in n for n in c.notes)
+    assert c.pieces.long_wall.height_mm == pytest.approx(30.0)  # no fits: as the photos agree
+
+    # A height a photo left unmeasured (nothing in it held the height) takes no part.
+    photos[2] = _photo_with_tower(_slid(TOWER_TOP, CAMERAS[2], 1.8), CAMERAS[2], measured=False)
+    photos[2].pieces = replace(photos[2].pieces, tower=replace(photos[2].pieces.tower, height_mm=None))
+    c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
+    assert c.pieces.tower.height_mm == pytest.approx(41.1, abs=0.05)  # a and b come from one side
