@@ -15,7 +15,7 @@ looks like the print beside it, nothing in that photo says how far (the grey pie
 out a median 0.5-0.6 mm low, session 62). The pieces stand still on the mat between the photos, so
 each photo's fitted top lies on a line of sight through the true top, and where the lines from
 photos taken from different places meet is the top: its height, with no slide left. Where the lines
-do not pin it down (fewer than two photos measured it, or all taken from about one place) or miss
+do not pin it down (fewer than two photos show its top, or all taken from about one place) or miss
 each other (a photo misread), the photos' agreed value stands.
 """
 from __future__ import annotations
@@ -91,13 +91,24 @@ def triangulated_height(tops_mm: Sequence[Sequence[float]], cameras_mm: Sequence
     return float(point[2])
 
 
+# Why a photo may leave a piece's height unmeasured while its fit still places the top where the
+# photo shows it (calibration.pieces._UNSEEN_HEIGHT): seen from nearly straight above (its line of
+# sight then pins the top's place), the foot of its sides looking like the print (the slide above),
+# or the photo fitting it about as well a little taller or shorter. Not a top seen past the sheet or
+# behind another piece, grown over its shadow, or found from a part of it. On the development sets
+# of session 65 these photos let the lines pin 17 grey heights instead of 10, as close (mean error
+# 0.24 mm against 0.25, all within 1 mm).
+TOP_SEEN = ("above", "foot", "flat")
+
+
 def _tops_seen(measurements: Sequence[PieceMeasurement], kind: str):
-    """Each photo's fitted top of the piece `kind` whose height it measured, and that photo's camera,
-    both as (x, y, height above the mat) in mat mm."""
+    """Each photo's fitted top of the piece `kind` where the photo shows it (its height measured, or
+    left unmeasured for a reason in TOP_SEEN), and that photo's camera, both as (x, y, height above
+    the mat) in mat mm."""
     tops, cameras = [], []
     for m in measurements:
         for f in m.fits:
-            if f.kind == kind and f.height_measured:
+            if f.kind == kind and (f.height_measured or f.unseen_height in TOP_SEEN):
                 tops.append((*f.centre_mm, f.height_mm))
                 # The mat's frame has its z axis into the table.
                 cameras.append((m.camera_centre_mm[0], m.camera_centre_mm[1], -m.camera_centre_mm[2]))

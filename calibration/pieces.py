@@ -149,6 +149,7 @@ class PieceFit:
     label: int = 0  # its region in the rectified photo's labels
     deep_shadow: float = 0.0  # share of the white paper around it darker than half the paper's white
     height_measured: bool = True  # False: nothing in the photo held its height (_hold_unseen_heights)
+    unseen_height: str | None = None  # why not (a key of _UNSEEN_HEIGHT)
     found_from_part: bool = False  # a tower found again from the set after only a part of its top stood out
 
     @property
@@ -2595,7 +2596,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
             if held is None:
                 break
             _apply_appearance(f, held[1], held[2])
-        f.height_measured = False
+        f.height_measured, f.unseen_height = False, reasons[id(f)]
         if (set_was_whole and _set_problem(fits) is not None) or (f.kind == "tower" and abs(_g3_gap(fits)) > gap_was):
             # Held, the fit left the set its footprint made: the set then says the footprint as found
             # was the right one (held-out render calib_v2_any_3684: a tower fitted within 0.6 mm

@@ -108,3 +108,16 @@ def test_combined_photos_give_a_height_where_their_lines_of_sight_meet():
     photos[2].pieces = replace(photos[2].pieces, tower=replace(photos[2].pieces.tower, height_mm=None))
     c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
     assert c.pieces.tower.height_mm == pytest.approx(41.1, abs=0.05)  # a and b come from one side
+
+
+def test_a_top_seen_where_its_photo_left_the_height_unmeasured_still_meets_the_others():
+    # A photo that left the tower's height unmeasured because the foot of its sides looked like the
+    # print still shows where its top is: its line of sight counts. One whose top was seen past the
+    # sheet's edge does not.
+    photos = [_photo_with_tower(_slid(TOWER_TOP, c, dh), c) for c, dh in zip(CAMERAS, (1.2, 0.6, 1.8))]
+    photos[2].fits[0].height_measured, photos[2].fits[0].unseen_height = False, "foot"
+    c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
+    assert c.pieces.tower.height_mm == pytest.approx(42.0, abs=0.01)
+    photos[2].fits[0].unseen_height = "edge"
+    c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
+    assert c.pieces.tower.height_mm != pytest.approx(42.0, abs=0.5)
