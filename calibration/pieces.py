@@ -27,6 +27,8 @@ surely not, and undecided grey-on-white ones). The print's white strips darkened
 differ from the print between the print's own edges, are left out before pieces are found
 (_drop_print_in_shadow): they joined pieces standing apart into one.
 
+A region counted grey by its median chroma whose colourful part is a keep's shape and size, while keeps are
+missing, is a keep that took in its shadow on the ink: the colourful part is split off (_keeps_apart_from_grey).
 Parts seen are grouped into pieces by distance first (_join_grey_parts); when that does not give
 the three grey pieces, by what a piece's outline can be (_regroup): convex, the camera's projection of
 a box no bigger than a piece of the set. A region no such box explains is two pieces touching in the
