@@ -150,9 +150,13 @@ class PieceFit:
     outline_start: np.ndarray | None = None  # the box fitted to the outline alone
     label: int = 0  # its region in the rectified photo's labels
     deep_shadow: float = 0.0  # share of the white paper around it darker than half the paper's white
-    height_measured: bool = True  # False: nothing in the photo held its height (_hold_unseen_heights)
-    unseen_height: str | None = None  # why not (a key of _UNSEEN_HEIGHT)
+    # Why nothing in the photo held its height (a key of _UNSEEN_HEIGHT, _hold_unseen_heights); None: it was measured.
+    unseen_height: str | None = None
     found_from_part: bool = False  # a tower found again from the set after only a part of its top stood out
+
+    @property
+    def height_measured(self) -> bool:
+        return self.unseen_height is None
 
     @property
     def box(self) -> np.ndarray:
@@ -1576,7 +1580,7 @@ def _keeps_apart_from_grey(labels: np.ndarray, chroma: np.ndarray, nadir: np.nda
         if keep.sum() < piece_px:
             continue
         rc = np.argwhere(keep) + [r0, c0]
-        iou = _one_piece((_hull_rc(rc)[:, ::-1] + 0.5) / ppm, nadir, cam_z, ("keep",))
+        iou = _one_piece(_rc_to_mm(_hull_rc(rc)), nadir, cam_z, ("keep",))
         if iou is not None and iou >= ONE_PIECE_IOU:
             candidates.append(rc)
     out = labels.copy()
@@ -1696,6 +1700,11 @@ def _one_piece(points_mm: np.ndarray, nadir: np.ndarray, cam_z: float, kinds: tu
     return iou if params[3] <= SIZE_MARGIN * longest and params[4] <= SIZE_MARGIN * widest else None
 
 
+def _rc_to_mm(rc: np.ndarray) -> np.ndarray:
+    """Rectified (row, col) pixels as mat (x, y) mm at their centres."""
+    return (rc[:, ::-1] + 0.5) / RECT_PX_PER_MM
+
+
 def _hull_rc(points: np.ndarray) -> np.ndarray:
     """Convex hull of (row, col) pixel points, as (row, col) points."""
     return points[cv2.convexHull(points[:, ::-1].astype(np.int32), returnPoints=False).ravel()]
@@ -1780,10 +1789,9 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
         return labels, set(), set()
     labels = labels.copy()
     grey_kinds = ("tower", "short_wall", "long_wall")
-    to_mm = lambda rc: (rc[:, ::-1] + 0.5) / ppm  # noqa: E731
 
     for g in sorted(grey, key=lambda g: -len(grey[g])):
-        if _one_piece(to_mm(_hull_rc(grey[g])), nadir, cam_z, grey_kinds) is not None:
+        if _one_piece(_rc_to_mm(_hull_rc(grey[g])), nadir, cam_z, grey_kinds) is not None:
             continue
         halves = _split_in_two(labels == g)
         if halves is None:
@@ -1798,7 +1806,7 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
             if _gap_px(grey[g], keep_px[k]) > MAX_PART_GAP_MM * ppm:
                 continue
             both = np.vstack([_hull_rc(grey[g]), _hull_rc(keep_px[k])])
-            iou = _one_piece(to_mm(both), nadir, cam_z, ("keep",))
+            iou = _one_piece(_rc_to_mm(both), nadir, cam_z, ("keep",))
             if iou is not None and iou >= ONE_PIECE_IOU:
                 labels[labels == g] = k
                 keep_px[k] = np.vstack([keep_px[k], grey.pop(g)])
@@ -1813,7 +1821,7 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
                     hull_i, hull_j = _hull_rc(grey[i]), _hull_rc(grey[j])
                     # (As much paper as the plastic a piece surely shows, SURE_PIECE_MM2: a 5 x 5 mm patch.)
                     apart = paper_seen is not None and _paper_between(hull_i, hull_j, paper_seen) > SURE_PIECE_MM2
-                    joint[(i, j)] = None if apart else _one_piece(to_mm(np.vstack([hull_i, hull_j])), nadir, cam_z,
+                    joint[(i, j)] = None if apart else _one_piece(_rc_to_mm(np.vstack([hull_i, hull_j])), nadir, cam_z,
                                                                   grey_kinds)
         good = [(iou, pair) for pair, iou in joint.items() if iou is not None and iou >= ONE_PIECE_IOU]
         if not good:
@@ -1832,7 +1840,7 @@ def _regroup(labels: np.ndarray, chroma: np.ndarray, solid_sure: np.ndarray, nad
     for g in sorted(grey, key=lambda g: len(grey[g])):
         if len(grey) - len(shadows) <= 3:
             break
-        if (_one_piece(to_mm(_hull_rc(grey[g])), nadir, cam_z, ("keep",)) is not None
+        if (_one_piece(_rc_to_mm(_hull_rc(grey[g])), nadir, cam_z, ("keep",)) is not None
                 and any(_gap_px(grey[g], keep_px[k]) <= MAX_PART_GAP_MM * ppm for k in keeps)):
             shadows.add(g)
     return labels, taken, shadows
@@ -1848,10 +1856,10 @@ def _paper_between(hull_a: np.ndarray, hull_b: np.ndarray, paper_seen: np.ndarra
 
     def inside(hull: np.ndarray) -> np.ndarray:  # within the two regions' bounding box
         m = np.zeros((r1 - r0, c1 - c0), np.uint8)
-        cv2.fillConvexPoly(m, (_hull_rc(hull) - [r0, c0])[:, ::-1].astype(np.int32), 1)
+        cv2.fillConvexPoly(m, (hull - [r0, c0])[:, ::-1].astype(np.int32), 1)
         return m > 0
 
-    between = inside(both) & ~inside(hull_a) & ~inside(hull_b)
+    between = inside(_hull_rc(both)) & ~inside(hull_a) & ~inside(hull_b)
     return float((between & paper_seen[r0:r1, c0:c1]).sum()) / RECT_PX_PER_MM ** 2
 
 
@@ -2598,7 +2606,7 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
             if held is None:
                 break
             _apply_appearance(f, held[1], held[2])
-        f.height_measured, f.unseen_height = False, reasons[id(f)]
+        f.unseen_height = reasons[id(f)]
         if (set_was_whole and _set_problem(fits) is not None) or (f.kind == "tower" and abs(_g3_gap(fits)) > gap_was):
             # Held, the fit left the set its footprint made: the set then says the footprint as found
             # was the right one (held-out render calib_v2_any_3684: a tower fitted within 0.6 mm

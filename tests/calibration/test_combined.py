@@ -1,10 +1,10 @@
 """Several photos of one set made one profile: each size where the photos agree."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-
-from dataclasses import replace
 
 from calibration.combined import combine_measurements, triangulated_height
 from calibration.pieces import PieceFit, PieceMeasureError, PieceMeasurement
@@ -87,10 +87,10 @@ def test_the_lines_of_sight_through_each_photos_top_meet_at_the_true_height():
     assert triangulated_height(slid[:1], CAMERAS[:1]) is None
 
 
-def _photo_with_tower(top: np.ndarray, camera, measured: bool = True) -> PieceMeasurement:
+def _photo_with_tower(top: np.ndarray, camera, unseen_height: str | None = None) -> PieceMeasurement:
     m = _measurement({"tower": (0.0, 0.0, top[2] - 42.0)})
     m.fits.append(PieceFit("tower", (float(top[0]), float(top[1])), 0.0, 22.0, 22.0, float(top[2]), 1.0, 0.0,
-                           height_measured=measured))
+                           unseen_height=unseen_height))
     # The photo's camera as calibrate pieces gives it: in the mat's frame, its z axis into the table.
     m.camera_centre_mm = (camera[0], camera[1], -camera[2])
     return m
@@ -103,8 +103,8 @@ def test_combined_photos_give_a_height_where_their_lines_of_sight_meet():
     assert any("tower's height is 42.0 mm where the photos' lines of sight" in n and "40.8 mm" in n for n in c.notes)
     assert c.pieces.long_wall.height_mm == pytest.approx(30.0)  # no fits: as the photos agree
 
-    # A height a photo left unmeasured (nothing in it held the height) takes no part.
-    photos[2] = _photo_with_tower(_slid(TOWER_TOP, CAMERAS[2], 1.8), CAMERAS[2], measured=False)
+    # A height a photo left unmeasured (its top seen past the sheet's edge) takes no part.
+    photos[2] = _photo_with_tower(_slid(TOWER_TOP, CAMERAS[2], 1.8), CAMERAS[2], unseen_height="edge")
     photos[2].pieces = replace(photos[2].pieces, tower=replace(photos[2].pieces.tower, height_mm=None))
     c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
     assert c.pieces.tower.height_mm == pytest.approx(41.1, abs=0.05)  # a and b come from one side
@@ -115,7 +115,7 @@ def test_a_top_seen_where_its_photo_left_the_height_unmeasured_still_meets_the_o
     # print still shows where its top is: its line of sight counts. One whose top was seen past the
     # sheet's edge does not.
     photos = [_photo_with_tower(_slid(TOWER_TOP, c, dh), c) for c, dh in zip(CAMERAS, (1.2, 0.6, 1.8))]
-    photos[2].fits[0].height_measured, photos[2].fits[0].unseen_height = False, "foot"
+    photos[2].fits[0].unseen_height = "foot"
     c = combine_measurements(photos, ["a.jpg", "b.jpg", "c.jpg"])
     assert c.pieces.tower.height_mm == pytest.approx(42.0, abs=0.01)
     photos[2].fits[0].unseen_height = "edge"
