@@ -9,6 +9,8 @@
 - `camera_for_photo(width, height, profile=None, exif_focal_35mm=None) -> (CameraProfile, source)`:
   what the vision pipeline uses: the profile's camera scaled to the photo, else EXIF, else default.
 - `exif_focal_35mm(image_bytes) -> float | None`.
+- `focal_from_mat(image_points, mat_points_mm, width, height, homography) -> MatFocal | None`: the focal
+  length one view of the mat gives, with its standard error from the scatter of the mat's points.
 - `undistort_image(image, camera) -> ndarray`: the photo as a pinhole camera with the same matrix.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from calibration.mat import detect_charuco, mat_layout
 from calibration.profiles import CameraProfile, Profile, ProfileError
-from vision.camera import focal_from_homography as vision_focal_from_homography
+from vision.camera import focal_from_homography as vision_focal_from_homography, inverse_square_focal
 
 # A phone's main camera is close to 26 mm equivalent (a 35 mm frame's diagonal is 43.27 mm).
 DEFAULT_FOCAL_35MM = 26.0
@@ -165,6 +167,46 @@ def undistort_image(image: np.ndarray, camera: CameraProfile) -> np.ndarray:
     return cv2.undistort(image, cam.matrix(), cam.dist_coeffs())
 
 
-def focal_from_homography(H: np.ndarray, width: int, height: int) -> float | None:
-    """Focal length (px) from one mat -> image homography, principal point at OpenCV's pixel centre."""
-    return vision_focal_from_homography(H, width, height, principal_point=((width - 1) / 2.0, (height - 1) / 2.0))
+@dataclass(frozen=True)
+class MatFocal:
+    """A focal length (px) measured from one view of the mat, and its relative standard error."""
+    focal_px: float | None  # None where the view's perspective is too weak to give one at all
+    relative_error: float   # standard error / focal length (inf when it could not be estimated)
+
+
+def focal_from_mat(image_points: np.ndarray, mat_points_mm: np.ndarray, width: int, height: int,
+                   homography: np.ndarray) -> MatFocal:
+    """The focal length (px) the mat's homography (mat mm -> image) gives, principal point at OpenCV's
+    pixel centre, and how well the mat's points pin it.
+
+    From nearly straight above the mat's outline changes little with the focal length, so points read a
+    fraction of a pixel off can move it a long way (held-out render calib_v2_any_3828_v1, 84.6 degrees:
+    4026 px for 1048, and a long wall measured 3.2 mm long with it). The standard error propagates the
+    points' scatter about their least-squares homography (its RMS, the only noise measure one photo
+    has) through the focal length's equation for 1/f^2, by finite differences of that fit.
+    """
+    cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
+    f = vision_focal_from_homography(homography, width, height, principal_point=(cx, cy))
+    img = np.asarray(image_points, np.float64).reshape(-1, 2)
+    mat = np.asarray(mat_points_mm, np.float64).reshape(-1, 2)
+    dof = 2 * len(img) - 8
+    if dof <= 0:
+        return MatFocal(f, math.inf)
+    fitted, _ = cv2.findHomography(mat, img, 0)
+    if fitted is None:
+        return MatFocal(f, math.inf)
+    residual = cv2.perspectiveTransform(mat.reshape(-1, 1, 2), fitted).reshape(-1, 2) - img
+    noise_px = math.sqrt(float((residual ** 2).sum()) / dof)
+    u = inverse_square_focal(fitted, cx, cy)
+    step = 0.1  # px: small beside the points' scatter, large beside the fit's own tolerance
+    gradient = []
+    for i in range(len(img)):
+        for axis in (0, 1):
+            moved = img.copy()
+            moved[i, axis] += step
+            H, _ = cv2.findHomography(mat, moved, 0)
+            gradient.append((inverse_square_focal(H, cx, cy) - u) / step if H is not None else math.inf)
+    u_error = noise_px * math.sqrt(sum(g * g for g in gradient))
+    # f = u^(-1/2), so df/f = -du / 2u.
+    relative = u_error / (2.0 * u) if u > 0 and math.isfinite(u_error) else math.inf
+    return MatFocal(f, relative)

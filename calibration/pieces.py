@@ -67,7 +67,8 @@ set after less than a third of its side stood out (TOWER_PART_GROWTH), and a pie
 when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow),
 and a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height).
 A photo is refused rather than measured when no focal length is known (no camera profile, no EXIF,
-the mat too straight-on to give one: from above a piece's size rests on it), when the pieces do not come out as
+the mat too straight-on to give one within +/-1/6 at one standard error, MAT_FOCAL_MAX_RELATIVE_ERROR: from above
+a piece's size rests on it), when the pieces do not come out as
 a tower and two walls, when a piece's height or thickness does not fit its length, when the sizes
 still cannot be one set (_check_set: G3 within less than a merlon's gap, one wall thickness and
 height, a tower near its usual share of a short wall), when the keeps, one moulding, measure more
@@ -95,13 +96,20 @@ from scipy import ndimage, optimize
 from shapely.geometry import MultiPoint, Polygon
 from skimage import color, measure
 
-from calibration.camera import default_camera, focal_from_homography, undistort_image
+from calibration.camera import MatFocal, default_camera, focal_from_mat, undistort_image
 from calibration.cover_kernel import add_soft_cover, add_soft_covers, soft_cover
 from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
 from calibration.misfit_kernel import add_face_misfit
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
 RECT_PX_PER_MM = 4.0
+# Without a camera profile the mat's focal length is used while its perspective shows at three standard
+# errors (1/f^2 at least three of its standard errors above zero, i.e. f within +/-1/6 at one), else
+# EXIF's.
+MAT_FOCAL_MAX_RELATIVE_ERROR = 1.0 / 6.0
+# The mat's focal length is said to be unsure past this (a tower 46 mm high is then 2 mm off at one
+# standard error).
+MAT_FOCAL_SURE_RELATIVE_ERROR = 0.05
 # Spec estimates (pieces-and-photos.md): length, width, height in mm. Used only to start fits and
 # to name pieces, never as the answer.
 NOMINAL_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0),
@@ -219,6 +227,40 @@ def _camera_pose(det, K: np.ndarray) -> np.ndarray:
     if centre[2] >= 0:  # the mat is seen from below: the board was read mirrored
         raise PieceMeasureError("the mat looks mirrored; use the photo as the camera took it")
     return centre
+
+
+def _camera_without_profile(mat_focal: MatFocal, exif_focal_35mm: float | None, width: int, height: int,
+                            notes: list[str]) -> tuple[np.ndarray, str]:
+    """The camera matrix and where its focal length came from, with no camera profile: the mat's focal
+    length while its perspective shows, else EXIF's."""
+    f, error = mat_focal.focal_px, mat_focal.relative_error
+    if f is not None and error <= MAT_FOCAL_MAX_RELATIVE_ERROR:
+        if error > MAT_FOCAL_SURE_RELATIVE_ERROR:
+            notes.append(f"no camera profile, and the mat, seen nearly straight-on, gives the focal length "
+                         f"within +/-{100 * error:.0f} % only; heights may be off by as much (calibrate the "
+                         "camera, or take the photo from 50-70 degrees above the table)")
+        return _with_focal(default_camera(width, height).matrix(), f), "mat"
+    if exif_focal_35mm:
+        how_well = "" if f is None else f" (the mat gives it within +/-{100 * error:.0f} % only)"
+        notes.append(f"no camera profile and the view is too straight-on to measure the focal length{how_well}; "
+                     "heights rest on the photo's EXIF focal length (calibrate the camera for better sizes)")
+        return default_camera(width, height, exif_focal_35mm).matrix(), "exif"
+    # The camera's height above the mat would be a guess, and from above a piece is seen by its top,
+    # whose size on the mat scales with that height as well as its own: held-out renders at 85 degrees
+    # with the default focal length had a tower's height written 12.2 mm short (calib_v2_any_3715) and,
+    # with heights left out, a footprint 1.9 mm off passed there and a long wall 4.3 mm short on
+    # calib_v2_even_3715; and with the mat's focal length 3.8 times too long (calib_v2_any_3828_v1,
+    # +/-300 %) a long wall passed 3.2 mm long.
+    raise PieceMeasureError(
+        "no focal length known: no camera profile, none in the photo's EXIF, and the mat seen too "
+        "straight-on to measure it, so the pieces' sizes cannot be measured; calibrate the camera "
+        "(castellan calibrate camera) and measure with its profile, keep the photo's EXIF, or take "
+        "the photo from 50-70 degrees above the table")
+
+
+def _with_focal(K: np.ndarray, focal_px: float) -> np.ndarray:
+    K[0, 0] = K[1, 1] = focal_px
+    return K
 
 
 def _levels(rect: np.ndarray, t01: np.ndarray, valid: np.ndarray, sigma_mm: float = 20.0):
@@ -1290,26 +1332,8 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         raise PieceMeasureError(f"the mat is too small in the photo ({det.px_per_mm:.1f} pixels per mm, "
                                 "need 1.5): come closer so the mat fills most of the frame")
     if camera is None:
-        f = focal_from_homography(det.homography_inv, w, h)
-        if f is not None:
-            K, focal_source = default_camera(w, h).matrix(), "mat"
-            K[0, 0] = K[1, 1] = f
-        elif exif_focal_35mm:
-            K, focal_source = default_camera(w, h, exif_focal_35mm).matrix(), "exif"
-            notes.append("no camera profile and the view is too straight-on to measure the focal "
-                         "length; heights rest on the photo's EXIF focal length (calibrate the camera "
-                         "for better sizes)")
-        else:
-            # The camera's height above the mat would be a guess, and from above a piece is seen by
-            # its top, whose size on the mat scales with that height as well as its own: held-out
-            # renders at 85 degrees with the default focal length had a tower's height written 12.2 mm
-            # short (calib_v2_any_3715) and, with heights left out, a footprint 1.9 mm off passed
-            # there and a long wall 4.3 mm short on calib_v2_even_3715.
-            raise PieceMeasureError(
-                "no focal length known: no camera profile, none in the photo's EXIF, and the mat seen too "
-                "straight-on to measure it, so the pieces' sizes cannot be measured; calibrate the camera "
-                "(castellan calibrate camera) and measure with its profile, keep the photo's EXIF, or take "
-                "the photo from 50-70 degrees above the table")
+        mat_focal = focal_from_mat(det.all_image_points, det.all_mat_points_mm, w, h, det.homography_inv)
+        K, focal_source = _camera_without_profile(mat_focal, exif_focal_35mm, w, h, notes)
     centre = _camera_pose(det, K)
     nadir, cam_z = centre[:2], float(-centre[2])
 

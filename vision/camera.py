@@ -35,26 +35,35 @@ def focal_from_homography(H: np.ndarray, width: int, height: int,
     picture of the table, and the caller's default is fine).
     """
     cx, cy = principal_point if principal_point is not None else (width / 2.0, height / 2.0)
-    c = np.array([[1, 0, -cx], [0, 1, -cy], [0, 0, 1]])
-    h = c @ np.asarray(H, np.float64)
-    h1, h2 = h[:, 0], h[:, 1]
-    # With K = diag(f, f, 1): (h1x h2x + h1y h2y)/f^2 + h1z h2z = 0  and
-    # (h1x^2 + h1y^2 - h2x^2 - h2y^2)/f^2 + h1z^2 - h2z^2 = 0. Least squares in u = 1/f^2.
-    a = np.array([h1[0] * h2[0] + h1[1] * h2[1], h1[0] ** 2 + h1[1] ** 2 - h2[0] ** 2 - h2[1] ** 2])
-    b = -np.array([h1[2] * h2[2], h1[2] ** 2 - h2[2] ** 2])
-    denom = float(a @ a)
-    if denom <= 0:
-        return None
-    u = float(a @ b) / denom
+    u = inverse_square_focal(H, cx, cy)
     if u <= 0:
         return None
     f = 1.0 / math.sqrt(u)
+    h = _centred(H, cx, cy)
+    h1, h2 = h[:, 0], h[:, 1]
     diag = math.hypot(width, height)
     # Conditioning: how much the perspective terms matter relative to the affine ones.
     persp = math.hypot(h1[2], h2[2]) * diag / max(1e-12, math.hypot(*h1[:2]) + math.hypot(*h2[:2]))
     if persp < 0.05 or not (0.4 * diag < f < 4.0 * diag):
         return None
     return f
+
+
+def inverse_square_focal(H: np.ndarray, cx: float, cy: float) -> float:
+    """Least-squares u = 1/f^2 from a plane homography (table -> image), square pixels, principal point
+    (cx, cy); not positive when the homography has no perspective to give a focal length."""
+    h = _centred(H, cx, cy)
+    h1, h2 = h[:, 0], h[:, 1]
+    # With K = diag(f, f, 1): (h1x h2x + h1y h2y)/f^2 + h1z h2z = 0  and
+    # (h1x^2 + h1y^2 - h2x^2 - h2y^2)/f^2 + h1z^2 - h2z^2 = 0.
+    a = np.array([h1[0] * h2[0] + h1[1] * h2[1], h1[0] ** 2 + h1[1] ** 2 - h2[0] ** 2 - h2[1] ** 2])
+    b = -np.array([h1[2] * h2[2], h1[2] ** 2 - h2[2] ** 2])
+    denom = float(a @ a)
+    return float(a @ b) / denom if denom > 0 else 0.0
+
+
+def _centred(H: np.ndarray, cx: float, cy: float) -> np.ndarray:
+    return np.array([[1, 0, -cx], [0, 1, -cy], [0, 0, 1]], np.float64) @ np.asarray(H, np.float64)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import math
 import json
 from pathlib import Path
 
@@ -11,9 +12,11 @@ import pytest
 from PIL import Image
 
 from calibration.synthetic import look_at, render_mat_view
-from calibration.camera import (CalibrationError, calibrate_camera, camera_for_photo, default_camera,
-                                exif_focal_35mm, undistort_image)
+from calibration.camera import (CalibrationError, MatFocal, calibrate_camera, camera_for_photo, default_camera,
+                                exif_focal_35mm, focal_from_mat, undistort_image)
 from calibration.mat import find_mat
+from calibration.pieces import (MAT_FOCAL_MAX_RELATIVE_ERROR, MAT_FOCAL_SURE_RELATIVE_ERROR, PieceMeasureError,
+                               _camera_without_profile)
 from calibration.profiles import CameraProfile, Profile, load_profile
 from castellan.cli import main
 
@@ -115,3 +118,62 @@ def test_without_a_profile_exif_focal_or_a_phone_default_is_used():
     # A profile from another photo mode (4:3) does not fit a 16:9 photo: fall back, and say so.
     cam, source = camera_for_photo(4000, 2250, prof, 26.0)
     assert source == "exif (profile is for another photo mode)"
+
+
+def _mat_points_seen(elevation: float, noise_px: float, rng: np.random.Generator, f: float = 1000.0):
+    """The mat's grid of points (mm) and where a 1280 x 960 camera at `elevation` sees them, read
+    `noise_px` off at random."""
+    xs, ys = np.meshgrid(np.linspace(20, 190, 8), np.linspace(20, 277, 10))
+    mat = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    K = np.array([[f, 0, 639.5], [0, f, 479.5], [0, 0, 1]])
+    R, t = look_at((105, 148), elevation, 30, 420)
+    img, _ = cv2.projectPoints(np.c_[mat, np.zeros(len(mat))], cv2.Rodrigues(R)[0], t, K, None)
+    img = img.reshape(-1, 2) + rng.normal(0, noise_px, (len(mat), 2))
+    H, _ = cv2.findHomography(mat, img, 0)
+    return img, mat, H
+
+
+def _mat_focal(elevation: float, rng: np.random.Generator, noise_px: float = 0.5, points: slice = slice(None)) -> MatFocal:
+    img, mat, H = _mat_points_seen(elevation, noise_px, rng)
+    return focal_from_mat(img[points], mat[points], 1280, 960, H)
+
+
+def test_the_mats_focal_length_comes_with_an_honest_standard_error():
+    # The error is what the user is told (+/- x %) and what decides between the mat, EXIF and a
+    # refusal, so it must match how far the focal length really scatters with the points' noise.
+    rng = np.random.default_rng(7)
+    for elevation in (60, 78):
+        found = [_mat_focal(elevation, rng) for _ in range(30)]
+        focals = np.array([m.focal_px for m in found])
+        stated = np.median([m.relative_error for m in found])
+        scatter = np.std(focals / 1000.0)
+        assert 0.6 * scatter < stated < 1.6 * scatter, (elevation, stated, scatter)
+        assert abs(np.median(focals) / 1000.0 - 1) < 2 * stated
+
+
+def test_a_mat_seen_from_straight_above_gives_no_usable_focal_length():
+    # 86 degrees, a third of the points, read a pixel off: as on held-out render calib_v2_any_3828_v1,
+    # the homography still gives a focal length, but a wrong one.
+    steep = _mat_focal(86, np.random.default_rng(0), noise_px=1.0, points=slice(None, None, 3))
+    assert abs(steep.focal_px / 1000 - 1) > 0.2 and steep.relative_error > MAT_FOCAL_MAX_RELATIVE_ERROR
+    rng = np.random.default_rng(3)
+    oblique = _mat_focal(60, rng)
+    assert oblique.relative_error < MAT_FOCAL_SURE_RELATIVE_ERROR
+    assert oblique.focal_px == pytest.approx(1000, rel=3 * oblique.relative_error)
+    assert _mat_focal(60, rng, points=slice(4)).relative_error == math.inf  # four points leave no scatter to measure
+
+
+def test_without_a_profile_the_mats_focal_length_is_used_while_it_shows_then_exifs():
+    notes: list[str] = []
+    K, source = _camera_without_profile(MatFocal(1100.0, 0.01), 28.0, 1280, 960, notes)
+    assert (source, K[0, 0], notes) == ("mat", 1100.0, [])
+    # Unsure, but the perspective shows: used, and the user told how unsure it is.
+    K, source = _camera_without_profile(MatFocal(1100.0, 0.10), None, 1280, 960, notes)
+    assert (source, K[0, 0]) == ("mat", 1100.0) and "+/-10 %" in notes[-1]
+    # Past three standard errors the mat gives no focal length: EXIF's is used, else the photo is refused.
+    exif_px = default_camera(1280, 960, 28.0).matrix()[0, 0]
+    for unsure in (MatFocal(4000.0, 3.0), MatFocal(None, math.inf)):
+        K, source = _camera_without_profile(unsure, 28.0, 1280, 960, notes)
+        assert (source, K[0, 0]) == ("exif", exif_px) and "EXIF" in notes[-1]
+        with pytest.raises(PieceMeasureError, match="no focal length known"):
+            _camera_without_profile(unsure, None, 1280, 960, [])
