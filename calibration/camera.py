@@ -25,7 +25,7 @@ import numpy as np
 
 from calibration.mat import detect_charuco, mat_layout
 from calibration.profiles import CameraProfile, Profile, ProfileError
-from vision.camera import focal_from_homography as vision_focal_from_homography, inverse_square_focal
+from vision.camera import inverse_square_focal
 
 # A phone's main camera is close to 26 mm equivalent (a 35 mm frame's diagonal is 43.27 mm).
 DEFAULT_FOCAL_35MM = 26.0
@@ -170,7 +170,7 @@ def undistort_image(image: np.ndarray, camera: CameraProfile) -> np.ndarray:
 @dataclass(frozen=True)
 class MatFocal:
     """A focal length (px) measured from one view of the mat, and its relative standard error."""
-    focal_px: float | None  # None where the view's perspective is too weak to give one at all
+    focal_px: float | None  # None where the view shows no perspective to give one
     relative_error: float   # standard error / focal length (inf when it could not be estimated)
 
 
@@ -186,7 +186,8 @@ def focal_from_mat(image_points: np.ndarray, mat_points_mm: np.ndarray, width: i
     has) through the focal length's equation for 1/f^2, by finite differences of that fit.
     """
     cx, cy = (width - 1) / 2.0, (height - 1) / 2.0
-    f = vision_focal_from_homography(homography, width, height, principal_point=(cx, cy))
+    u_found = inverse_square_focal(homography, cx, cy)
+    f = 1.0 / math.sqrt(u_found) if u_found > 0 else None
     img = np.asarray(image_points, np.float64).reshape(-1, 2)
     mat = np.asarray(mat_points_mm, np.float64).reshape(-1, 2)
     dof = 2 * len(img) - 8
@@ -208,5 +209,5 @@ def focal_from_mat(image_points: np.ndarray, mat_points_mm: np.ndarray, width: i
             gradient.append((inverse_square_focal(H, cx, cy) - u) / step if H is not None else math.inf)
     u_error = noise_px * math.sqrt(sum(g * g for g in gradient))
     # f = u^(-1/2), so df/f = -du / 2u.
-    relative = u_error / (2.0 * u) if u > 0 and math.isfinite(u_error) else math.inf
+    relative = u_error / (2.0 * u_found) if u_found > 0 and math.isfinite(u_error) else math.inf
     return MatFocal(f, relative)

@@ -107,9 +107,10 @@ RECT_PX_PER_MM = 4.0
 # errors (1/f^2 at least three of its standard errors above zero, i.e. f within +/-1/6 at one), else
 # EXIF's.
 MAT_FOCAL_MAX_RELATIVE_ERROR = 1.0 / 6.0
-# The mat's focal length is said to be unsure past this (a tower 46 mm high is then 2 mm off at one
-# standard error).
-MAT_FOCAL_SURE_RELATIVE_ERROR = 0.05
+# A height is measured only where the focal length's error alone (one standard error, as a share of the
+# height) keeps it within this (mm): a piece's height scales with the camera's height above the mat,
+# which scales with the focal length.
+FOCAL_HEIGHT_MAX_MM = 1.0
 # Spec estimates (pieces-and-photos.md): length, width, height in mm. Used only to start fits and
 # to name pieces, never as the answer.
 NOMINAL_MM = {"tower": (22.0, 22.0, 42.0), "short_wall": (32.0, 9.0, 30.0),
@@ -230,21 +231,21 @@ def _camera_pose(det, K: np.ndarray) -> np.ndarray:
 
 
 def _camera_without_profile(mat_focal: MatFocal, exif_focal_35mm: float | None, width: int, height: int,
-                            notes: list[str]) -> tuple[np.ndarray, str]:
-    """The camera matrix and where its focal length came from, with no camera profile: the mat's focal
-    length while its perspective shows, else EXIF's."""
+                            notes: list[str]) -> tuple[np.ndarray, str, float]:
+    """The camera matrix, where its focal length came from and its relative standard error (0 for EXIF's,
+    which the photo cannot check), with no camera profile: the mat's focal length while its perspective
+    shows, else EXIF's."""
     f, error = mat_focal.focal_px, mat_focal.relative_error
     if f is not None and error <= MAT_FOCAL_MAX_RELATIVE_ERROR:
-        if error > MAT_FOCAL_SURE_RELATIVE_ERROR:
-            notes.append(f"no camera profile, and the mat, seen nearly straight-on, gives the focal length "
-                         f"within +/-{100 * error:.0f} % only; heights may be off by as much (calibrate the "
-                         "camera, or take the photo from 50-70 degrees above the table)")
-        return _with_focal(default_camera(width, height).matrix(), f), "mat"
+        if error * NOMINAL_MM["tower"][2] > FOCAL_HEIGHT_MAX_MM:
+            notes.append(f"no camera profile, and the mat, seen nearly straight-on, gives the focal length within "
+                         f"+/-{100 * error:.1f} % only")
+        return _with_focal(default_camera(width, height).matrix(), f), "mat", error
     if exif_focal_35mm:
         how_well = "" if f is None else f" (the mat gives it within +/-{100 * error:.0f} % only)"
         notes.append(f"no camera profile and the view is too straight-on to measure the focal length{how_well}; "
                      "heights rest on the photo's EXIF focal length (calibrate the camera for better sizes)")
-        return default_camera(width, height, exif_focal_35mm).matrix(), "exif"
+        return default_camera(width, height, exif_focal_35mm).matrix(), "exif", 0.0
     # The camera's height above the mat would be a guess, and from above a piece is seen by its top,
     # whose size on the mat scales with that height as well as its own: held-out renders at 85 degrees
     # with the default focal length had a tower's height written 12.2 mm short (calib_v2_any_3715) and,
@@ -502,6 +503,9 @@ class _Scene:
     # The print's white in deep shadow: shadow-like (darker than the print, its colour unchanged)
     # and darker than half the paper's white (_shadow_shift).
     deep_shadow: np.ndarray | None = None
+    # The focal length's relative standard error (the mat's, _camera_without_profile; 0 when it comes
+    # from a camera profile or EXIF, whose own error the photo does not show).
+    focal_error: float = 0.0
 
 
 def _soft_cover(points: np.ndarray, poly: np.ndarray, ramp_mm: float) -> np.ndarray:
@@ -1323,6 +1327,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         cam = camera.for_image_size(w, h)
         img = undistort_image(img, cam)
         K, focal_source = cam.matrix(), "profile"
+    focal_error = 0.0
     det = find_mat(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY))
     if det is None:
         raise PieceMeasureError("no calibration mat found in the photo: print it with `castellan mat`, "
@@ -1333,7 +1338,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
                                 "need 1.5): come closer so the mat fills most of the frame")
     if camera is None:
         mat_focal = focal_from_mat(det.all_image_points, det.all_mat_points_mm, w, h, det.homography_inv)
-        K, focal_source = _camera_without_profile(mat_focal, exif_focal_35mm, w, h, notes)
+        K, focal_source, focal_error = _camera_without_profile(mat_focal, exif_focal_35mm, w, h, notes)
     centre = _camera_pose(det, K)
     nadir, cam_z = centre[:2], float(-centre[2])
 
@@ -1474,7 +1479,7 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
     _refit_by_kind(fits, nadir, cam_z)
     norm = (rect - black) / np.maximum(white - black, 20.0)
     scene = _Scene(norm, t01, labels, valid, nadir, cam_z, tuple(f.label for f in fits),
-                   shadow_like & _white_print(t01) & _deeply_dark(norm))
+                   shadow_like & _white_print(t01) & _deeply_dark(norm), focal_error)
     for f in fits:
         if f.kind == "keep":
             # Keeps stand out by their colour, so their outline is sure: the paper around it shows
@@ -2475,6 +2480,10 @@ _UNSEEN_HEIGHT = {
               f"were fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               _KEEPS_APART_ADVICE),
     "alone": (_ALONE_WHY, _ALONE_WHY, _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"),
+    "focal": (f"would rest on the focal length, which the mat gives too loosely to put it within {FOCAL_HEIGHT_MAX_MM:g} mm",
+              f"would rest on the focal length, which the mat gives too loosely to put them within {FOCAL_HEIGHT_MAX_MM:g} mm",
+              "calibrate the camera (castellan calibrate camera) and measure with its profile, keep the photo's EXIF, "
+              "or take the photo from 50-70 degrees above the table"),
 }
 
 
@@ -2532,6 +2541,11 @@ def _misled_height(f: PieceFit, scene: _Scene, compared: np.ndarray) -> str | No
     """Why `f`'s own fit cannot give its height whatever the other pieces show (a key of
     _UNSEEN_HEIGHT: found from a part of it, its top past the sheet, its top grown over its shadow),
     or None."""
+    # A taller piece's height moves more with the camera's height, so the focal length's error decides
+    # piece by piece: on 212 cached renders read without a profile, the heights this holds had been
+    # written a mean 1.12 mm off (8 of 50 over 2 mm), the others 0.68 mm (10 of 283).
+    if scene.focal_error * f.height_mm > FOCAL_HEIGHT_MAX_MM:
+        return "focal"
     if f.found_from_part:
         return "part"
     if _height_support(f, scene, compared) < HEIGHT_SUPPORT_MIN:
