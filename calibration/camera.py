@@ -9,7 +9,7 @@
 - `camera_for_photo(width, height, profile=None, exif_focal_35mm=None) -> (CameraProfile, source)`:
   what the vision pipeline uses: the profile's camera scaled to the photo, else EXIF, else default.
 - `exif_focal_35mm(image_bytes) -> float | None`.
-- `focal_from_mat(image_points, mat_points_mm, width, height, homography) -> MatFocal | None`: the focal
+- `focal_from_mat(image_points, mat_points_mm, width, height, homography) -> MatFocal`: the focal
   length one view of the mat gives, with its standard error from the scatter of the mat's points.
 - `undistort_image(image, camera) -> ndarray`: the photo as a pinhole camera with the same matrix.
 """

@@ -65,7 +65,9 @@ height held (a wall at the other wall's, any other piece at the spec's proportio
 its height is left unmeasured, with a note (_hold_unseen_heights); so is a tower found again from the
 set after less than a third of its side stood out (TOWER_PART_GROWTH), and a piece whose height moves
 when it is fitted without the paper in deep shadow (_shadow_height_shift: its top grown over its shadow),
-and a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height).
+and a grey piece that fits the photo nearly as well 3 mm taller or shorter (_flat_height); and, with no
+camera profile, a piece so tall that the focal length's standard error (the mat's, focal_from_mat) alone
+would put its height more than FOCAL_HEIGHT_MAX_MM off.
 A photo is refused rather than measured when no focal length is known (no camera profile, no EXIF,
 the mat too straight-on to give one within +/-1/6 at one standard error, MAT_FOCAL_MAX_RELATIVE_ERROR: from above
 a piece's size rests on it), when the pieces do not come out as
@@ -2482,8 +2484,8 @@ _UNSEEN_HEIGHT = {
     "alone": (_ALONE_WHY, _ALONE_WHY, _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"),
     "focal": (f"would rest on the focal length, which the mat gives too loosely to put it within {FOCAL_HEIGHT_MAX_MM:g} mm",
               f"would rest on the focal length, which the mat gives too loosely to put them within {FOCAL_HEIGHT_MAX_MM:g} mm",
-              "calibrate the camera (castellan calibrate camera) and measure with its profile, keep the photo's EXIF, "
-              "or take the photo from 50-70 degrees above the table"),
+              "calibrate the camera (castellan calibrate camera) and measure with its profile, or take the photo "
+              "from 50-70 degrees above the table"),
 }
 
 
@@ -2539,8 +2541,8 @@ def _unseen_height(f: PieceFit, fits: list[PieceFit], scene: _Scene, compared: n
 
 def _misled_height(f: PieceFit, scene: _Scene, compared: np.ndarray) -> str | None:
     """Why `f`'s own fit cannot give its height whatever the other pieces show (a key of
-    _UNSEEN_HEIGHT: found from a part of it, its top past the sheet, its top grown over its shadow),
-    or None."""
+    _UNSEEN_HEIGHT: its height too tall for the focal length's error, found from a part of it, its top
+    past the sheet, its top grown over its shadow), or None."""
     # A taller piece's height moves more with the camera's height, so the focal length's error decides
     # piece by piece: on 212 cached renders read without a profile, the heights this holds had been
     # written a mean 1.12 mm off (8 of 50 over 2 mm), the others 0.68 mm (10 of 283).
