@@ -296,7 +296,7 @@ def test_heights_a_view_from_straight_above_cannot_show_are_not_measured():
 def test_from_nearly_straight_above_without_a_profile_heights_are_not_measured_or_the_photo_refused():
     # From nearly straight above the mat's outline hardly changes with the focal length, and a piece's
     # height scales with the camera's height above the mat, so with its focal length. At 87 degrees the
-    # mat still gives one, within about +/-12 %, and it is used before EXIF's (on held-out renders EXIF's
+    # mat still gives one, within about +/-12 %, and it is used before EXIF's (on rendered photos EXIF's
     # was no better there): the footprints are measured, and the heights, which it would put several
     # mm off, are not (the user is told why and what to do). At 88.5 degrees it gives none: with no
     # camera profile and none in the photo's EXIF the camera's height above the mat is a guess, and from
