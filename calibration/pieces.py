@@ -99,9 +99,9 @@ from shapely.geometry import MultiPoint, Polygon
 from skimage import color, measure
 
 from calibration.camera import MatFocal, default_camera, focal_from_mat, undistort_image
-from calibration.cover_kernel import add_soft_cover, add_soft_covers, soft_cover
+from calibration.appearance_kernel import BODY, add_box_faces, appearance_misfit, box_corners, side_normals
+from calibration.cover_kernel import soft_cover
 from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
-from calibration.misfit_kernel import add_face_misfit
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
 RECT_PX_PER_MM = 4.0
@@ -323,42 +323,7 @@ def _box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndar
     towers' slots): (..., depth, width, height) of the tabs as shares of the body's width, width
     and height (WALL_TAB); their corners are added (8 per tab). The body's length is the wall's
     length tower face to tower face."""
-    cx, cy, theta, length, width, height = params[:6]
-    centre, ax, ay = np.array([cx, cy]), *_axes(theta)
-    base = _footprint(centre, ax, ay, length, width)
-    k = cam_z / max(cam_z - height, 1e-3)
-    out = [base, nadir + k * (base - nadir)]
-    if len(params) == 9:
-        depth, tab_w, tab_h = params[6] * width, params[7] * width, params[8] * height
-        kt = cam_z / max(cam_z - tab_h, 1e-3)
-        for sign in (-1.0, 1.0):
-            along = np.array([length / 2, length / 2 + depth, length / 2 + depth, length / 2]) * sign
-            tab = centre + along[:, None] * ax + _TAB_ACROSS * ay * tab_w
-            out += [tab, nadir + kt * (tab - nadir)]
-    return np.vstack(out)
-
-
-# A footprint's corners as shares of its length along and its width across the piece.
-_CORNER_ALONG = np.array([0.5, 0.5, -0.5, -0.5])[:, None]
-_CORNER_ACROSS = np.array([0.5, -0.5, -0.5, 0.5])[:, None]
-_TAB_ACROSS = np.array([0.5, 0.5, -0.5, -0.5])[:, None]  # (a tab's corners, from its end at the body outwards)
-
-
-def _axes(theta: float) -> tuple[np.ndarray, np.ndarray]:
-    """The unit vectors along and across a piece turned `theta` (radians)."""
-    c, s = math.cos(theta), math.sin(theta)
-    return np.array([c, s]), np.array([-s, c])
-
-
-def _footprint(centre: np.ndarray, ax: np.ndarray, ay: np.ndarray, length: float, width: float) -> np.ndarray:
-    """A box's footprint corners (4, 2) on the mat (the first four of _box_corners)."""
-    # (Broadcast rather than np.outer: the appearance fit builds footprints some 100 000 times a photo.)
-    return centre + _CORNER_ALONG * ax * length + _CORNER_ACROSS * ay * width
-
-
-def _footprint_of(params: np.ndarray) -> np.ndarray:
-    """The footprint corners of box parameters (_box_corners(params)[:4])."""
-    return _footprint(np.array(params[:2]), *_axes(params[2]), params[3], params[4])
+    return box_corners(np.asarray(params, np.float64), np.asarray(nadir, np.float64), float(cam_z))
 
 
 def _hull(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> Polygon:
@@ -529,29 +494,10 @@ TOP = -1
 def _box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray):
     """A box's faces the camera sees, as (orientation, convex polygon on the mat): its top (TOP) and
     the sides facing the camera's foot point, named by the closest of `axes` (outward normals)."""
-    return _boxes_faces(base[None], top[None], nadir, axes)
-
-
-_NEXT_CORNER = [1, 2, 3, 0]
-
-
-def _boxes_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray,
-                 inside: np.ndarray | None = None):
-    """_box_faces of several boxes (footprint and top corners (boxes, 4, 2)), one box's after another's;
-    a side that `inside` marks (boxes, orientation) is named CROWN_INSIDE instead."""
-    # (All boxes at once: a wall's merlons are a dozen boxes at every step of the appearance fit.)
-    nxt = base[:, _NEXT_CORNER]
-    mid = (base + nxt) / 2
-    out = mid - base.mean(axis=1)[:, None]
-    seen = np.einsum("bij,bij->bi", out, nadir - mid) > 0  # the camera is on this side's outer side
-    named = np.argmax(out @ axes.T, axis=2).tolist()
-    sides = np.stack([base, nxt, top[:, _NEXT_CORNER], top], axis=2)  # (boxes, side, 4 corners, 2)
-    faces = []
-    for b, row in enumerate(seen.tolist()):
-        faces.append((TOP, top[b]))
-        faces += [(CROWN_INSIDE if inside is not None and inside[b, named[b][i]] else named[b][i], sides[b, i])
-                  for i in range(4) if row[i]]
-    return faces
+    polys, layer, code = np.empty((3, 4, 2)), np.empty(3, np.int64), np.empty(3, np.int64)
+    n = add_box_faces(np.ascontiguousarray(base, np.float64), np.ascontiguousarray(top, np.float64),
+                      np.asarray(nadir, np.float64), axes, np.zeros(0, np.bool_), TOP, 0, BODY, polys, layer, code, 0)
+    return [(int(code[i]), polys[i]) for i in range(n)]
 
 
 def _corner_merlons(side: float) -> list[tuple[float, float, float, float]]:
@@ -587,33 +533,6 @@ CROWN = {"keep": (0.2, _corner_merlons(0.3)), "tower": (0.15, _corner_merlons(0.
 TOWER_SLOT = (0.26, 0.12, 0.77)
 
 
-def _slot_faces(body: list, axes: np.ndarray, nadir: np.ndarray, cam_z: float, height: float) -> list:
-    """A tower's slots (TOWER_SLOT) in its body's visible sides: for each, its opening (a convex
-    polygon on the mat) and the faces inside it that the camera sees (polygons; lit alike, in the
-    slot's shade: TOWER_SLOT_INSIDE): the slot's back and the one of its walls turned towards the
-    camera. What the opening shows of neither is the mat."""
-    width, depth, top = TOWER_SLOT
-    k = cam_z / max(cam_z - top * height, 1e-3)
-
-    def upright(foot: np.ndarray) -> np.ndarray:  # a face standing on two points, up to the slot's top
-        return np.vstack([foot, nadir + k * (foot[::-1] - nadir)])
-
-    out = []
-    for side, poly in body:
-        if side == TOP:
-            continue
-        b0, b1 = poly[0], poly[1]  # the side's foot (_box_faces: base, base, top, top)
-        along = b1 - b0
-        side_mm = float(np.linalg.norm(along))
-        u, n = along / max(side_mm, 1e-9), axes[side]
-        mid, half, inward = (b0 + b1) / 2, u * width * side_mm / 2, -n * depth * side_mm
-        s = 1.0 if np.dot(nadir - mid, u) >= 0 else -1.0  # the slot's wall at -s end faces the camera
-        wall_foot = np.array([mid - s * half, mid - s * half + inward])
-        inside = [upright(np.array([mid - half + inward, mid + half + inward])), upright(wall_foot)]
-        out.append((upright(np.array([mid - half, mid + half])), inside))
-    return out
-
-
 def wall_merlon_starts(length: float, width: float) -> np.ndarray:
     """Where each merlon of a wall `length` long and `width` thick begins, in mm along it from its
     centre: spaced as moulded (WALL_MERLON), one flush with each end, the rest evenly between."""
@@ -636,56 +555,13 @@ def _crown(kind: str | None, params: np.ndarray):
     return None
 
 
-def _side_normals(theta: float) -> np.ndarray:
-    """The outward normals of a piece turned `theta` (radians): its sides along +x, -y, -x, +y."""
-    ax, ay = np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
-    return np.array([ax, -ay, -ax, ay])
-
-
-def _faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, kind: str | None = None):
-    """The projected piece's visible faces as convex polygons on the mat: the body's, a wall's tabs'
-    and (given the piece's `kind`, its crenellated top: _crown) its merlons', each named by its
-    orientation (-1 top, 0..3 the sides along +x, -y, -x, +y of the piece): faces turned the same
-    way are lit the same. Last, a tower's slot openings (_slot_faces; none for other pieces)."""
-    axes = _side_normals(params[2])
-    ax, ay = axes[0], axes[3]
-    corners = _box_corners(params, nadir, cam_z)
-    tab_corners = corners[8:].reshape(-1, 2, 4, 2)  # (tabs, footprint or top, corner, x y)
-    tabs = _boxes_faces(tab_corners[:, 0], tab_corners[:, 1], nadir, axes) if len(tab_corners) else []
-    crown = _crown(kind, params)
-    if crown is None:
-        return _box_faces(corners[:4], corners[4:8], nadir, axes), tabs, [], []
-    # The piece's height is its merlons' top; its body ends lower, at the merlons' foot.
-    share, boxes = crown
-    height = params[5]
-    foot = (1.0 - share) * height
-    body_params = np.array(params[:6], float)
-    body_params[5] = foot
-    body_c = _box_corners(body_params, nadir, cam_z)
-    body = _box_faces(body_c[:4], body_c[4:8], nadir, axes)
-    k_foot = cam_z / max(cam_z - foot, 1e-3)
-    k_top = cam_z / max(cam_z - height, 1e-3)
-    centre = np.array(params[:2], float)
-    u0, u1, v0, v1 = np.array(boxes, float).T
-    along = np.column_stack([u1, u1, u0, u0])[..., None]
-    across = np.column_stack([v1, v0, v0, v1])[..., None]
-    foot_xy = centre + along * ax + across * ay  # (merlons, 4, 2)
-    # A merlon's sides that are not flush with the piece's own face its top between the merlons (CROWN_INSIDE);
-    # the tolerance keeps a wall's last merlon, whose end is summed up to the wall's, flush with it.
-    half_l, half_w = 0.5 * params[3] * (1 - 1e-9), 0.5 * params[4] * (1 - 1e-9)
-    inside = np.column_stack([u1 < half_l, v0 > -half_w, u0 > -half_l, v1 < half_w])  # (along +x, -y, -x, +y)
-    merlon = _boxes_faces(nadir + k_foot * (foot_xy - nadir), nadir + k_top * (foot_xy - nadir), nadir, axes, inside)
-    slots = _slot_faces(body, axes, nadir, cam_z, height) if kind == "tower" else []
-    return body, tabs, merlon, slots
-
-
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
 # counts in full up to APPEARANCE_TAU (in print black-to-white units) and no more, so merlons,
 # slots and texture inside a face do not drag the fit.
 APPEARANCE_STEP = 2
 APPEARANCE_TAU = 0.15
-# Faces are named by their orientation (_faces: TOP, or 0..3 the sides), faces turned the same way
-# being lit alike. But a wall's merlon tops are not lit like its top between them: the crenels lie
+# Faces are named by their orientation (appearance_kernel.piece_faces: TOP, or 0..3 the sides), faces
+# turned the same way being lit alike. But a wall's merlon tops are not lit like its top between them: the crenels lie
 # in the merlons' shade, darker in a physically lit photo. Fitted with one colour for both, walls
 # came out up to 9 mm too high and 2 mm short on Mitsuba renders (development renders 3300 and
 # 3304; with a colour of their own, lengths and heights within 0.6 and 0.3 mm). So too a tower's
@@ -720,6 +596,9 @@ TOWER_SLOT_INSIDE = TOP - 2
 # 45 photos measured (43 before), 152 heights written (141), 123 within 1 mm (111), every footprint
 # within 0.88 mm (a tower 1.13 mm off before) (session 60).
 CROWN_INSIDE = TOP - 3
+# These codes as appearance_kernel.piece_faces takes them (CODE_TOP, CODE_MERLON_TOPS, CODE_SLOT_INSIDE,
+# CODE_CROWN_INSIDE).
+_FACE_CODES = np.array([TOP, MERLON_TOPS, TOWER_SLOT_INSIDE, CROWN_INSIDE], np.int64)
 
 
 # A side is not lit evenly: towards its foot the piece and the table hide more of the sky, so it
@@ -810,9 +689,7 @@ def _window(f: PieceFit, scene: _Scene, full: np.ndarray, pad_mm: float):
 
 @dataclass
 class _Grid:
-    """Where a window's points lie: every `step` mm from (x0, y0) mm, those in `use` (2-D). A face's
-    cover is computed on the part of the grid around it only (small faces, such as a wall's
-    merlons, then cost little)."""
+    """Where a window's points lie: every `step` mm from (x0, y0) mm, those in `use` (2-D)."""
     use: np.ndarray
     x0: float
     y0: float
@@ -824,22 +701,6 @@ class _Grid:
         h, w = self.use.shape
         self.xs = self.x0 + self.step * np.arange(w)
         self.ys = self.y0 + self.step * np.arange(h)
-
-    def cover(self, poly: np.ndarray, ramp_mm: float, out: np.ndarray, scale: np.ndarray | None = None) -> None:
-        """Add the soft cover of the convex polygon `poly` (mm) to `out` (the grid's shape), times
-        `scale` (same shape) where given: on the part of the grid around the polygon only."""
-        add_soft_cover(out, self.xs, self.ys, self.x0, self.y0, self.step, np.ascontiguousarray(poly, np.float64),
-                       ramp_mm, _NO_SCALE if scale is None else scale)
-
-    def cover_all(self, polys: list[np.ndarray], into: list[int], ramp_mm: float, out: np.ndarray) -> None:
-        """Add the soft cover of each of the convex polygons `polys` (mm, as many corners each) to its
-        map `out[into[i]]` (out: maps of the grid's shape)."""
-        add_soft_covers(out, np.array(into, np.int64), np.array(polys, np.float64), self.xs, self.ys, self.x0,
-                        self.y0, self.step, ramp_mm)
-
-
-_NO_SCALE = np.zeros((0, 0))  # (add_soft_cover: an empty scale adds the cover as it is)
-_ONE_COLOUR = np.zeros(0)  # (add_face_misfit: a face of one colour, not shaded from foot to top)
 
 
 # How far around a piece its shadow is looked for (_deep_shadow, _shadow_shift).
@@ -908,67 +769,24 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     hi_ = 4 if square else 5
     use_at = np.flatnonzero(grid.use)  # the window's points in the grid (as grid.use picks them)
 
-    def per_pixel(q):
+    point_at = np.full(grid.use.shape, -1, np.int64)  # each grid point's index among the window's points
+    point_at.ravel()[use_at] = np.arange(len(use_at))
+
+    slot = np.array(TOWER_SLOT) if kind == "tower" else np.zeros(0)
+
+    def misfit(q):
         p = _expand(q, square, tabs)
-        body_faces, tab_faces, merlon_faces, slot_faces = _faces(p, scene.nadir, scene.cam_z, kind)
-        shape = grid.use.shape
-        # Merlons stand on the body: where one is seen, the body behind it is not.
-        merlon = {}
-        in_front = None
-        if merlon_faces:
-            keys = [MERLON_TOPS if side == TOP else side for side, _ in merlon_faces]
-            lit_as = list(dict.fromkeys(keys))  # each orientation once, in the order first seen
-            maps = np.zeros((len(lit_as),) + shape)
-            grid.cover_all([poly for _, poly in merlon_faces], [lit_as.index(k) for k in keys], ramp, maps)
-            total_m = maps.sum(axis=0)
-            in_front = np.minimum(total_m, 1.0)
-            maps *= in_front / np.maximum(total_m, 1e-9)  # merlons seen over each other
-            merlon = dict(zip(lit_as, maps))
-        regions = {}
-        if slot_faces:
-            # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
-            # openings do not overlap, so one map of them all clips each slot's inside.)
-            openings, insides = np.zeros(shape), np.zeros(shape)
-            for opening, _ in slot_faces:
-                grid.cover(opening, ramp, openings)
-            for _, inside in slot_faces:
-                for poly in inside:
-                    grid.cover(poly, ramp, insides, openings)
-            regions[TOWER_SLOT_INSIDE] = insides
-            in_front = np.minimum(openings if in_front is None else in_front + openings, 1.0)
-        hidden_by = None if in_front is None else 1.0 - in_front
-        for side, poly in body_faces:
-            if side not in regions:
-                regions[side] = np.zeros(shape)
-            grid.cover(poly, ramp, regions[side], hidden_by)
-        if tab_faces:
-            # A tab's faces are lit as the body's faces turned the same way, where the body does
-            # not hide them.
-            seen = np.sum(list(regions.values()), axis=0) + (0.0 if in_front is None else in_front)
-            free = 1.0 - np.minimum(seen, 1.0)
-            for side, poly in tab_faces:
-                if side not in regions:
-                    regions[side] = np.zeros(shape)
-                grid.cover(poly, ramp, regions[side], free)
-        for side, wgt in merlon.items():
-            regions[side] = regions[side] + wgt if side in regions else wgt
-        total = np.zeros(len(pts))
-        covered = np.zeros(len(pts))
-        base = _footprint_of(p)
-        for side, wgt in regions.items():
-            if SIDE_SHADING and side >= 0:
-                plane = np.array([*base[side], *base[(side + 1) % 4], *scene.nadir, scene.cam_z, p[5]])
-            else:
-                plane = _ONE_COLOUR
-            add_face_misfit(wgt.ravel(), use_at, norm, pts, plane, tau2, total, covered)
-        return total + np.clip(1.0 - covered, 0.0, 1.0) * rho_bg
+        share, boxes = _crown(kind, p) or (0.0, [])
+        return appearance_misfit(p, scene.nadir, float(scene.cam_z), share, np.array(boxes, np.float64).reshape(-1, 4),
+                                 slot, _FACE_CODES, SIDE_SHADING, grid.xs, grid.ys, grid.x0, grid.y0, grid.step, ramp,
+                                 point_at, use_at, norm, pts, rho_bg, tau2)
 
     def cost(q):
         scale = q[3] / ln0
         # A weak pull of the height towards the spec's proportions (worth a few pixels): it
         # settles the trade-off between a piece's size and its height that a view leaves open.
         prior = 4.0 * ((q[hi_] - hn * scale) / (0.2 * hn * scale)) ** 2
-        return float(per_pixel(q).sum() + prior)
+        return float(misfit(q) + prior)
 
     return _Appearance(cost, square, tabs, pts, norm, t)
 
@@ -2399,7 +2217,7 @@ def _foot_seen(f: PieceFit, scene: _Scene, compared: np.ndarray) -> float:
     along = np.linspace(0.1, 0.9, 17)
     if f.kind == "tower":  # a slot's opening shows the print at its foot
         along = along[np.abs(along - 0.5) > TOWER_SLOT[0] / 2 + 0.04]
-    normals = _side_normals(f.box[2])
+    normals = side_normals(f.box[2])
     seen = total = 0
     for side, (b0, b1, t1, t0) in _box_faces(corners[:4], corners[4:8], scene.nadir, normals)[1:]:
         for t in along:

@@ -1,0 +1,425 @@
+"""How far the photo around a grey piece is from the piece's appearance model, for one step of its
+appearance fit (pieces._appearance), and the box geometry it is built from, compiled with numba.
+
+A step lays the piece's visible faces (body, merlons, tabs, slots: some forty for a wall) over the
+window of the photo around it, works out which face each pixel shows (merlons in front of the body,
+the body in front of a wall's tabs, a tower's slot openings showing the slots' insides), fits a colour
+to each face and adds each pixel's misfit. A photo's measurement takes some 80 000 steps. As numpy
+geometry, a few dozen numpy operations and a numba call per face, the per-call overhead cost more
+than the arithmetic; one call for it all, on the part of the window the faces cover, takes two to
+three times less (session 67). The arithmetic is the numpy version's, operation for operation; only
+the last sum over the window is taken in another order, so costs agree with it to rounding, not bit
+for bit (sizes on the test renders to 3e-11 mm).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from calibration.cover_kernel import cover_at, edge_planes
+
+# What a face is in the appearance model, which decides what it hides and what hides it.
+MERLON = 0  # stands on the body: hides the body behind it
+SLOT_OPENING = 1  # a tower's slot opening in a side: hides the side, shows the slot's inside
+SLOT_INSIDE = 2  # a slot's back or wall: seen only through its opening
+BODY = 3  # the body's top and sides, where no merlon or slot opening hides them
+TAB = 4  # a wall's tab, where the body does not hide it
+
+_CODE_OFFSET = 8  # face orientation codes (pieces: TOP = -1 and below, sides 0..3) as indices from 0
+
+
+# Which of the codes (an array passed to piece_faces) names which orientation (pieces: TOP, ...).
+CODE_TOP, CODE_MERLON_TOPS, CODE_SLOT_INSIDE, CODE_CROWN_INSIDE = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def box_corners(params: np.ndarray, nadir: np.ndarray, cam_z: float) -> np.ndarray:
+    """A box's footprint corners (4) and top corners projected onto the mat (4), in mat mm, and with 9
+    parameters a wall's tabs' (8 each): pieces._box_corners."""
+    cx, cy, theta, length, width, height = params[0], params[1], params[2], params[3], params[4], params[5]
+    ax = (math.cos(theta), math.sin(theta))
+    ay = (-ax[1], ax[0])
+    out = np.empty((24 if params.shape[0] == 9 else 8, 2))
+    k = cam_z / max(cam_z - height, 1e-3)
+    for i in range(4):
+        for j in range(2):
+            # (In the order numpy broadcast it before: the same corners to the last bit.)
+            out[i, j] = ((cx, cy)[j] + _CORNER_ALONG[i] * ax[j] * length) + _CORNER_ACROSS[i] * ay[j] * width
+            out[4 + i, j] = nadir[j] + k * (out[i, j] - nadir[j])
+    if params.shape[0] == 9:
+        depth, tab_w, tab_h = params[6] * width, params[7] * width, params[8] * height
+        kt = cam_z / max(cam_z - tab_h, 1e-3)
+        for t, sign in enumerate((-1.0, 1.0)):
+            along = (length / 2 * sign, (length / 2 + depth) * sign, (length / 2 + depth) * sign, length / 2 * sign)
+            for i in range(4):
+                for j in range(2):
+                    foot = ((cx, cy)[j] + along[i] * ax[j]) + _TAB_ACROSS[i] * ay[j] * tab_w
+                    out[8 + 8 * t + i, j] = foot
+                    out[12 + 8 * t + i, j] = nadir[j] + kt * (foot - nadir[j])
+    return out
+
+
+_CORNER_ALONG = (0.5, 0.5, -0.5, -0.5)  # a footprint's corners as shares of its length along the piece
+_CORNER_ACROSS = (0.5, -0.5, -0.5, 0.5)  # and of its width across it
+_TAB_ACROSS = (0.5, 0.5, -0.5, -0.5)  # (a tab's corners, from its end at the body outwards)
+
+
+@njit(cache=True, nogil=True)
+def side_normals(theta: float) -> np.ndarray:
+    """The outward normals of a piece turned `theta` (radians): its sides along +x, -y, -x, +y."""
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, s], [s, -c], [-c, -s], [-s, c]])
+
+
+@njit(cache=True, nogil=True)
+def add_box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np.ndarray, inside: np.ndarray,
+                   top_code: int, inside_code: int, layer_of: int, polys: np.ndarray, layer: np.ndarray,
+                   code: np.ndarray, n: int) -> int:
+    """Append a box's faces the camera sees (footprint `base` and top `top`, (4, 2) each) to polys,
+    layer and code from index n; return the new count. Its top is coded `top_code`, the sides facing
+    the camera's foot point by the closest of `axes` (outward normals), or `inside_code` where
+    `inside` (4 booleans, by orientation; empty: none) marks that orientation."""
+    polys[n] = top
+    layer[n], code[n] = layer_of, top_code
+    n += 1
+    cx = ((base[0, 0] + base[1, 0]) + base[2, 0] + base[3, 0]) / 4
+    cy = ((base[0, 1] + base[1, 1]) + base[2, 1] + base[3, 1]) / 4
+    for i in range(4):
+        j = (i + 1) % 4
+        mx, my = (base[i, 0] + base[j, 0]) / 2, (base[i, 1] + base[j, 1]) / 2
+        ox, oy = mx - cx, my - cy
+        if ox * (nadir[0] - mx) + oy * (nadir[1] - my) <= 0:
+            continue  # the camera is on the side's inner side
+        named, best = 0, ox * axes[0, 0] + oy * axes[0, 1]
+        for a in range(1, 4):
+            v = ox * axes[a, 0] + oy * axes[a, 1]
+            if v > best:
+                named, best = a, v
+        polys[n, 0], polys[n, 1], polys[n, 2], polys[n, 3] = base[i], base[j], top[j], top[i]
+        layer[n] = layer_of
+        code[n] = inside_code if inside.shape[0] > 0 and inside[named] else named
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def piece_faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share: float, crown: np.ndarray,
+                slot: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The projected piece's visible faces as convex polygons on the mat (faces, 4, 2), each one's role
+    in the appearance model (MERLON .. TAB) and its orientation code (`codes`: the codes of its top,
+    its merlons' tops, a slot's inside and a merlon's inner face, CODE_TOP ...; 0..3 the sides along
+    +x, -y, -x, +y of the piece): faces of one code are lit alike.
+
+    `crown`: the merlons on its top (boxes (u0, u1, v0, v1) in mm along and across it from its centre;
+    empty for a plain box), standing from `crown_share` of its height up; the piece's height is theirs,
+    its body ending at their foot. `slot`: a tower's slot down each side (width and depth as shares of
+    its side, top as a share of its height; empty: none)."""
+    axes = side_normals(params[2])
+    corners = box_corners(params, nadir, cam_z)
+    n_tabs = (corners.shape[0] - 8) // 8
+    size = 3 * (crown.shape[0] + 1 + n_tabs) + 2 * 3
+    polys, layer, code = np.empty((size, 4, 2)), np.empty(size, np.int64), np.empty(size, np.int64)
+    no_inside = np.zeros(0, np.bool_)
+    n = 0
+    height = params[5]
+    if crown.shape[0] == 0:
+        body = corners[:8].copy()
+    else:
+        body_params = params[:6].copy()
+        body_params[5] = (1.0 - crown_share) * height  # the merlons' foot
+        body = box_corners(body_params, nadir, cam_z)
+        k_foot = cam_z / max(cam_z - body_params[5], 1e-3)
+        k_top = cam_z / max(cam_z - height, 1e-3)
+        ax, ay = axes[0], axes[3]
+        # A merlon's sides that are not flush with the piece's own face its top between the merlons
+        # (CODE_CROWN_INSIDE); the tolerance keeps a wall's last merlon, whose end is summed up to the
+        # wall's, flush with it.
+        half_l, half_w = 0.5 * params[3] * (1 - 1e-9), 0.5 * params[4] * (1 - 1e-9)
+        foot, top = np.empty((4, 2)), np.empty((4, 2))
+        inside = np.empty(4, np.bool_)
+        for b in range(crown.shape[0]):
+            u0, u1, v0, v1 = crown[b, 0], crown[b, 1], crown[b, 2], crown[b, 3]
+            along, across = (u1, u1, u0, u0), (v1, v0, v0, v1)
+            for i in range(4):
+                for j in range(2):
+                    xy = (params[j] + along[i] * ax[j]) + across[i] * ay[j]
+                    foot[i, j] = nadir[j] + k_foot * (xy - nadir[j])
+                    top[i, j] = nadir[j] + k_top * (xy - nadir[j])
+            inside[0], inside[1], inside[2], inside[3] = u1 < half_l, v0 > -half_w, u0 > -half_l, v1 < half_w
+            n = add_box_faces(foot, top, nadir, axes, inside, codes[CODE_MERLON_TOPS], codes[CODE_CROWN_INSIDE],
+                               MERLON, polys, layer, code, n)
+    body_at = n
+    n = add_box_faces(body[:4], body[4:8], nadir, axes, no_inside, codes[CODE_TOP], 0, BODY, polys, layer, code, n)
+    body_end = n
+    for t in range(n_tabs):
+        n = add_box_faces(corners[8 + 8 * t:12 + 8 * t], corners[12 + 8 * t:16 + 8 * t], nadir, axes, no_inside,
+                           codes[CODE_TOP], 0, TAB, polys, layer, code, n)
+    if slot.shape[0] > 0:
+        width, depth, slot_top = slot[0], slot[1], slot[2]
+        k = cam_z / max(cam_z - slot_top * height, 1e-3)
+        for f in range(body_at + 1, body_end):  # the body's sides (its top first)
+            b0, b1 = polys[f, 0].copy(), polys[f, 1].copy()  # the side's foot
+            along = b1 - b0
+            side_mm = math.sqrt(along[0] * along[0] + along[1] * along[1])
+            u, nrm = along / max(side_mm, 1e-9), axes[code[f]]
+            mid, half, inward = (b0 + b1) / 2, u * width * side_mm / 2, -nrm * depth * side_mm
+            s = 1.0 if (nadir[0] - mid[0]) * u[0] + (nadir[1] - mid[1]) * u[1] >= 0 else -1.0
+            # Its opening, then inside it the slot's back and the one of its walls turned towards the
+            # camera (what the opening shows of neither is the mat).
+            n = _add_upright(mid - half, mid + half, nadir, k, SLOT_OPENING, codes[CODE_SLOT_INSIDE], polys, layer,
+                             code, n)
+            n = _add_upright(mid - half + inward, mid + half + inward, nadir, k, SLOT_INSIDE,
+                             codes[CODE_SLOT_INSIDE], polys, layer, code, n)
+            n = _add_upright(mid - s * half, mid - s * half + inward, nadir, k, SLOT_INSIDE,
+                             codes[CODE_SLOT_INSIDE], polys, layer, code, n)
+    return polys[:n], layer[:n], code[:n]
+
+
+@njit(cache=True, nogil=True)
+def _add_upright(a: np.ndarray, b: np.ndarray, nadir: np.ndarray, k: float, layer_of: int, code_of: int,
+                 polys: np.ndarray, layer: np.ndarray, code: np.ndarray, n: int) -> int:
+    """Append the face standing on the foot a-b up to where `k` projects it (k = cam_z / (cam_z - top))."""
+    polys[n, 0], polys[n, 1] = a, b
+    polys[n, 2] = nadir + k * (b - nadir)
+    polys[n, 3] = nadir + k * (a - nadir)
+    layer[n], code[n] = layer_of, code_of
+    return n + 1
+
+
+@njit(cache=True, nogil=True)
+def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share: float, crown: np.ndarray,
+                      slot: np.ndarray, codes: np.ndarray, shade_sides: bool,
+                      xs: np.ndarray, ys: np.ndarray, x0: float, y0: float, step: float, ramp: float,
+                      point_at: np.ndarray, use_at: np.ndarray, norm: np.ndarray, pts: np.ndarray,
+                      rho_bg: np.ndarray, tau2: float) -> float:
+    """The appearance misfit of a piece (box parameters `params`, its faces as piece_faces gives them
+    from `params` to `codes`) summed over a window's points.
+
+    Faces of one orientation code are lit alike and fitted one colour; a side's (code >= 0) changes
+    linearly from its foot to its top where `shade_sides`. The window: a grid of rows at `ys` and
+    columns at `xs` (mm; every `step` from (x0, y0)), whose points in use are `use_at` (flat grid
+    indices, ascending) and `point_at` their inverse (grid shape; -1 where not in use); `norm` (points,
+    3) their colours and `pts` (points, 2) their places; `rho_bg` each point's misfit to the print as
+    printed. A point's misfit is the cover-weighted sum of its faces' misfits (the largest channel's
+    squared difference from the face's colour, capped at `tau2`, over tau2) plus its uncovered share
+    times rho_bg; a face's cover of a point is the share of a pixel `ramp` mm wide it covers.
+    """
+    polys, layer, code = piece_faces(params, nadir, cam_z, crown_share, crown, slot, codes)
+    footprint = box_corners(params[:6].copy(), nadir, cam_z)[:4]
+    height = params[5]
+    h, w = point_at.shape
+    n_faces = polys.shape[0]
+    # The part of the grid the faces can cover (each face's cover is taken within its own box).
+    r0, r1, c0, c1 = h, 0, w, 0
+    box = np.zeros((n_faces, 4), np.int64)  # each face's rows and columns, in the grid
+    for f in range(n_faces):
+        xmin, xmax = polys[f, :, 0].min(), polys[f, :, 0].max()
+        ymin, ymax = polys[f, :, 1].min(), polys[f, :, 1].max()
+        if not (math.isfinite(xmin) and math.isfinite(xmax) and math.isfinite(ymin) and math.isfinite(ymax)):
+            continue  # a fit's parameters gone off to infinity: nothing of it lies in the window
+        fc0 = max(math.floor((xmin - ramp - x0) / step), 0)
+        fr0 = max(math.floor((ymin - ramp - y0) / step), 0)
+        fc1 = min(math.ceil((xmax + ramp - x0) / step) + 1, w)
+        fr1 = min(math.ceil((ymax + ramp - y0) / step) + 1, h)
+        if fc1 <= fc0 or fr1 <= fr0:
+            continue
+        box[f, 0], box[f, 1], box[f, 2], box[f, 3] = fr0, fr1, fc0, fc1
+        r0, r1, c0, c1 = min(r0, fr0), max(r1, fr1), min(c0, fc0), max(c1, fc1)
+    if r1 <= r0:
+        return rho_bg.sum()
+    bh, bw = r1 - r0, c1 - c0
+
+    # The regions, one per orientation code, in the order they are first laid down: slot insides,
+    # the body's faces, tabs', merlons'.
+    region_of = np.full(16, -1, np.int64)
+    region_code = np.empty(n_faces, np.int64)
+    n_regions = 0
+    for wanted in (SLOT_INSIDE, BODY, TAB, MERLON):
+        for f in range(n_faces):
+            if layer[f] == wanted and region_of[code[f] + _CODE_OFFSET] < 0:
+                region_of[code[f] + _CODE_OFFSET] = n_regions
+                region_code[n_regions] = code[f]
+                n_regions += 1
+    # The merlons' own maps, by code in the order first seen.
+    merlon_of = np.full(16, -1, np.int64)
+    n_merlon = 0
+    for f in range(n_faces):
+        if layer[f] == MERLON and merlon_of[code[f] + _CODE_OFFSET] < 0:
+            merlon_of[code[f] + _CODE_OFFSET] = n_merlon
+            n_merlon += 1
+
+    weight = np.zeros((n_regions, bh, bw))
+    in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
+    merlons = np.zeros((n_merlon, bh, bw))
+    if n_merlon > 0:
+        for f in range(n_faces):
+            if layer[f] == MERLON:
+                _add_cover(merlons[merlon_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
+                           in_front, False)
+        # Merlons seen over each other share the pixel.
+        for r in range(bh):
+            for c in range(bw):
+                stacked = 0.0
+                for k in range(n_merlon):
+                    stacked += merlons[k, r, c]
+                seen = min(stacked, 1.0)
+                in_front[r, c] = seen
+                share = seen / max(stacked, 1e-9)
+                for k in range(n_merlon):
+                    merlons[k, r, c] *= share
+    has_slots = False
+    for f in range(n_faces):
+        has_slots |= layer[f] == SLOT_OPENING
+    if has_slots:
+        # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
+        # openings do not overlap, so one map of them all clips each slot's inside.)
+        openings = np.zeros((bh, bw))
+        for f in range(n_faces):
+            if layer[f] == SLOT_OPENING:
+                _add_cover(openings, polys[f], box[f], r0, c0, xs, ys, ramp, openings, False)
+        for f in range(n_faces):
+            if layer[f] == SLOT_INSIDE:
+                _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
+                           openings, True)
+        for r in range(bh):
+            for c in range(bw):
+                in_front[r, c] = min(in_front[r, c] + openings[r, c], 1.0)
+    hidden_by = 1.0 - in_front
+    has_tabs = False
+    for f in range(n_faces):
+        if layer[f] == BODY:
+            _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
+                       hidden_by, True)
+        has_tabs |= layer[f] == TAB
+    if has_tabs:
+        # A tab's faces are lit as the body's faces turned the same way, where the body does not hide them.
+        free = np.empty((bh, bw))
+        for r in range(bh):
+            for c in range(bw):
+                seen = 0.0
+                for k in range(n_regions):
+                    seen += weight[k, r, c]
+                free[r, c] = 1.0 - min(seen + in_front[r, c], 1.0)
+        for f in range(n_faces):
+            if layer[f] == TAB:
+                _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
+                           free, True)
+    for i in range(16):
+        if merlon_of[i] >= 0:
+            for r in range(bh):
+                for c in range(bw):
+                    weight[region_of[i], r, c] += merlons[merlon_of[i], r, c]
+
+    # Each region's colour fitted and its misfit added, point by point in the window's order.
+    total = np.zeros((bh, bw))
+    covered = np.zeros((bh, bw))
+    at_r = np.empty(bh * bw, np.int64)
+    at_c = np.empty(bh * bw, np.int64)
+    for k in range(n_regions):
+        side = region_code[k]
+        if shade_sides and side >= 0:
+            plane = np.array([footprint[side, 0], footprint[side, 1], footprint[(side + 1) % 4, 0],
+                              footprint[(side + 1) % 4, 1], nadir[0], nadir[1], cam_z, height])
+        else:
+            plane = np.zeros(0)
+        m = 0
+        for r in range(bh):
+            for c in range(bw):
+                if weight[k, r, c] != 0.0 and point_at[r0 + r, c0 + c] >= 0:
+                    at_r[m], at_c[m] = r, c
+                    m += 1
+        _add_face_misfit(weight[k], at_r[:m], at_c[:m], r0, c0, point_at, norm, pts, plane, tau2, total, covered)
+
+    out = 0.0
+    for i in range(use_at.shape[0]):
+        r, c = use_at[i] // w - r0, use_at[i] % w - c0
+        if 0 <= r < bh and 0 <= c < bw:
+            out += total[r, c] + min(max(1.0 - covered[r, c], 0.0), 1.0) * rho_bg[i]
+        else:
+            out += rho_bg[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _add_cover(out: np.ndarray, poly: np.ndarray, box: np.ndarray, r0: int, c0: int, xs: np.ndarray,
+               ys: np.ndarray, ramp: float, scale: np.ndarray, scaled: bool) -> None:
+    """Add the soft cover of the convex polygon `poly` to `out` (a part of the grid from row r0,
+    column c0), times `scale` (out's shape) where `scaled`, within its rows and columns `box`."""
+    if box[1] <= box[0]:
+        return
+    nx, ny, c = edge_planes(poly)
+    for r in range(box[0], box[1]):
+        for col in range(box[2], box[3]):
+            v = cover_at(nx, ny, c, xs[col], ys[r], ramp)
+            out[r - r0, col - c0] += v * scale[r - r0, col - c0] if scaled else v
+
+
+@njit(cache=True, nogil=True)
+def _add_face_misfit(cover: np.ndarray, at_r: np.ndarray, at_c: np.ndarray, r0: int, c0: int,
+                     point_at: np.ndarray, norm: np.ndarray, pts: np.ndarray, side_plane: np.ndarray,
+                     tau2: float, total: np.ndarray, covered: np.ndarray) -> None:
+    """Add one face's misfit to `total` and its cover to `covered` (both on the grid's part from row
+    r0, column c0) at the points (at_r, at_c) of that part it covers, in the window's order.
+
+    `side_plane`: empty for a face of one colour (a top), else (foot corner x, y, next foot corner x,
+    y, nadir x, y, cam_z, piece height) of a side whose colour changes linearly with the height at
+    which the line of sight meets it (0 at its foot, 1 at its top; merlons and tabs taken as lying in
+    their side's plane). The side's colour is then fitted per channel by weighted least squares on
+    that height, or as its plain mean where the side shows too little of its height."""
+    m = at_r.shape[0]
+    at = np.empty(m, np.int64)  # the points' indices
+    wgt = np.empty(m)
+    sw = 0.0
+    for j in range(m):
+        at[j] = point_at[r0 + at_r[j], c0 + at_c[j]]
+        wgt[j] = cover[at_r[j], at_c[j]]
+        sw += wgt[j]
+    if sw < 1e-6:
+        return
+    summed = np.zeros(3)
+    for j in range(m):
+        for c in range(3):
+            summed[c] += wgt[j] * norm[at[j], c]
+    mean = summed / sw
+    slope = np.zeros(3)
+    up = np.zeros(m)
+    sv = 0.0
+    shaded = False
+    if side_plane.shape[0] > 0:
+        shaded = True
+        b0x, b0y, b1x, b1y = side_plane[0], side_plane[1], side_plane[2], side_plane[3]
+        nx, ny, cam_z, height = side_plane[4], side_plane[5], side_plane[6], side_plane[7]
+        a00, a10, a01, a11 = b0x - nx, b0y - ny, b1x - b0x, b1y - b0y
+        det = a00 * a11 - a01 * a10
+        if abs(det) < 1e-6:
+            up[:] = 0.5
+        else:
+            for j in range(m):
+                # A point at height z over the foot b0 + s (b1 - b0) is seen at nadir + k (foot - nadir),
+                # k = cam_z / (cam_z - z): solved for k, then z.
+                k = (a11 * (pts[at[j], 0] - nx) - a01 * (pts[at[j], 1] - ny)) / det
+                up[j] = min(max(cam_z * (1.0 - 1.0 / max(k, 1e-3)) / max(height, 1e-3), 0.0), 1.0)
+        svv = 0.0
+        for j in range(m):
+            sv += wgt[j] * up[j]
+            svv += wgt[j] * up[j] * up[j]
+        det_ls = sw * svv - sv * sv
+        if det_ls < 1e-3 * sw * sw:
+            shaded = False  # the side shows too little of its height: its plain mean
+        else:
+            with_up = np.zeros(3)
+            for j in range(m):
+                for c in range(3):
+                    with_up[c] += wgt[j] * up[j] * norm[at[j], c]
+            for c in range(3):
+                slope[c] = (sw * with_up[c] - sv * summed[c]) / det_ls
+    for j in range(m):
+        i = at[j]
+        r = 0.0
+        for c in range(3):
+            mu = mean[c] + (up[j] - sv / sw) * slope[c] if shaded else mean[c]
+            r = max(r, abs(norm[i, c] - mu))
+        total[at_r[j], at_c[j]] += wgt[j] * min(r * r, tau2) / tau2
+        covered[at_r[j], at_c[j]] += wgt[j]
