@@ -350,8 +350,26 @@ def _add_cover(out: np.ndarray, poly: np.ndarray, box: np.ndarray, r0: int, c0: 
     if box[1] <= box[0]:
         return
     nx, ny, c = edge_planes(poly)
+    x0, step = xs[0], xs[1] - xs[0] if xs.shape[0] > 1 else 1.0
     for r in range(box[0], box[1]):
-        for col in range(box[2], box[3]):
+        # Only where the polygon, grown by half a pixel, crosses the row does it cover anything (a
+        # slanted face's box is mostly empty): a column either side more, for rounding.
+        lo, hi = -math.inf, math.inf
+        for k in range(nx.shape[0]):
+            # Covered at x only while nx x + ny y - c < ramp / 2.
+            rest = c[k] + 0.5 * ramp - ny[k] * ys[r]
+            if nx[k] > 1e-12:
+                hi = min(hi, rest / nx[k])
+            elif nx[k] < -1e-12:
+                lo = max(lo, rest / nx[k])
+            elif rest < -1e-9:
+                hi = -math.inf
+        lo, hi = max(lo, xs[box[2]] - step), min(hi, xs[box[3] - 1] + step)
+        if not hi >= lo:
+            continue
+        first = max(box[2], math.floor((lo - x0) / step) - 1)
+        last = min(box[3], math.ceil((hi - x0) / step) + 2)
+        for col in range(first, last):
             v = cover_at(nx, ny, c, xs[col], ys[r], ramp)
             out[r - r0, col - c0] += v * scale[r - r0, col - c0] if scaled else v
 
