@@ -253,11 +253,9 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
     weight = np.zeros((n_regions, bh, bw))
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
+    faces = (polys, layer, code, box, r0, c0, xs, ys, ramp)
     if n_merlon > 0:
-        for f in range(n_faces):
-            if layer[f] == MERLON:
-                _add_cover(merlons[merlon_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
-                           in_front, False)
+        _add_layer(merlons, merlon_of, MERLON, faces, in_front, False)
         # Merlons seen over each other share the pixel.
         for r in range(bh):
             for c in range(bw):
@@ -269,31 +267,17 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
                 share = seen / max(stacked, 1e-9)
                 for k in range(n_merlon):
                     merlons[k, r, c] *= share
-    has_slots = False
-    for f in range(n_faces):
-        has_slots |= layer[f] == SLOT_OPENING
-    if has_slots:
+    if np.any(layer == SLOT_OPENING):
         # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
         # openings do not overlap, so one map of them all clips each slot's inside.)
-        openings = np.zeros((bh, bw))
-        for f in range(n_faces):
-            if layer[f] == SLOT_OPENING:
-                _add_cover(openings, polys[f], box[f], r0, c0, xs, ys, ramp, openings, False)
-        for f in range(n_faces):
-            if layer[f] == SLOT_INSIDE:
-                _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
-                           openings, True)
+        openings = np.zeros((1, bh, bw))
+        _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, False)
+        _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], True)
         for r in range(bh):
             for c in range(bw):
-                in_front[r, c] = min(in_front[r, c] + openings[r, c], 1.0)
-    hidden_by = 1.0 - in_front
-    has_tabs = False
-    for f in range(n_faces):
-        if layer[f] == BODY:
-            _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
-                       hidden_by, True)
-        has_tabs |= layer[f] == TAB
-    if has_tabs:
+                in_front[r, c] = min(in_front[r, c] + openings[0, r, c], 1.0)
+    _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, True)
+    if np.any(layer == TAB):
         # A tab's faces are lit as the body's faces turned the same way, where the body does not hide them.
         free = np.empty((bh, bw))
         for r in range(bh):
@@ -302,10 +286,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
                 for k in range(n_regions):
                     seen += weight[k, r, c]
                 free[r, c] = 1.0 - min(seen + in_front[r, c], 1.0)
-        for f in range(n_faces):
-            if layer[f] == TAB:
-                _add_cover(weight[region_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp,
-                           free, True)
+        _add_layer(weight, region_of, TAB, faces, free, True)
     for i in range(16):
         if merlon_of[i] >= 0:
             for r in range(bh):
@@ -340,6 +321,17 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         else:
             out += rho_bg[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _add_layer(maps: np.ndarray, map_of: np.ndarray, wanted: int, faces: tuple, scale: np.ndarray,
+               scaled: bool) -> None:
+    """Add the cover of each face in layer `wanted` to its map, maps[map_of[its code]] (_add_cover).
+    `faces`: (polys, layer, code, box, r0, c0, xs, ys, ramp) as appearance_misfit has them."""
+    polys, layer, code, box, r0, c0, xs, ys, ramp = faces
+    for f in range(polys.shape[0]):
+        if layer[f] == wanted:
+            _add_cover(maps[map_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp, scale, scaled)
 
 
 @njit(cache=True, nogil=True)
