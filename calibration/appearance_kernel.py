@@ -192,15 +192,15 @@ def _add_upright(a: np.ndarray, b: np.ndarray, nadir: np.ndarray, k: float, laye
 def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share: float, crown: np.ndarray,
                       slot: np.ndarray, codes: np.ndarray, shade_sides: bool,
                       xs: np.ndarray, ys: np.ndarray, x0: float, y0: float, step: float, ramp: float,
-                      point_at: np.ndarray, use_at: np.ndarray, norm: np.ndarray, pts: np.ndarray,
+                      point_at: np.ndarray, norm: np.ndarray, pts: np.ndarray,
                       rho_bg: np.ndarray, tau2: float) -> float:
     """The appearance misfit of a piece (box parameters `params`, its faces as piece_faces gives them
     from `params` to `codes`) summed over a window's points.
 
     Faces of one orientation code are lit alike and fitted one colour; a side's (code >= 0) changes
     linearly from its foot to its top where `shade_sides`. The window: a grid of rows at `ys` and
-    columns at `xs` (mm; every `step` from (x0, y0)), whose points in use are `use_at` (flat grid
-    indices, ascending) and `point_at` their inverse (grid shape; -1 where not in use); `norm` (points,
+    columns at `xs` (mm; every `step` from (x0, y0)), whose points in use are numbered in `point_at`
+    (grid shape, row by row; -1 where not in use); `norm` (points,
     3) their colours and `pts` (points, 2) their places; `rho_bg` each point's misfit to the print as
     printed. A point's misfit is the cover-weighted sum of its faces' misfits (the largest channel's
     squared difference from the face's colour, capped at `tau2`, over tau2) plus its uncovered share
@@ -253,7 +253,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
     weight = np.zeros((n_regions, bh, bw))
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
-    faces = (polys, layer, code, box, r0, c0, xs, ys, ramp)
+    faces = (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp)
     if n_merlon > 0:
         _add_layer(merlons, merlon_of, MERLON, faces, in_front, False)
         # Merlons seen over each other share the pixel.
@@ -314,12 +314,15 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         _add_face_misfit(weight[k], at_r[:m], at_c[:m], r0, c0, point_at, norm, pts, plane, tau2, total, covered)
 
     out = 0.0
-    for i in range(use_at.shape[0]):
-        r, c = use_at[i] // w - r0, use_at[i] % w - c0
-        if 0 <= r < bh and 0 <= c < bw:
-            out += total[r, c] + min(max(1.0 - covered[r, c], 0.0), 1.0) * rho_bg[i]
-        else:
-            out += rho_bg[i]
+    for r in range(h):
+        for c in range(w):
+            i = point_at[r, c]
+            if i < 0:
+                continue
+            if r0 <= r < r1 and c0 <= c < c1:
+                out += total[r - r0, c - c0] + min(max(1.0 - covered[r - r0, c - c0], 0.0), 1.0) * rho_bg[i]
+            else:
+                out += rho_bg[i]
     return out
 
 
@@ -327,22 +330,22 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
 def _add_layer(maps: np.ndarray, map_of: np.ndarray, wanted: int, faces: tuple, scale: np.ndarray,
                scaled: bool) -> None:
     """Add the cover of each face in layer `wanted` to its map, maps[map_of[its code]] (_add_cover).
-    `faces`: (polys, layer, code, box, r0, c0, xs, ys, ramp) as appearance_misfit has them."""
-    polys, layer, code, box, r0, c0, xs, ys, ramp = faces
+    `faces`: (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp) as appearance_misfit has them."""
+    polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp = faces
     for f in range(polys.shape[0]):
         if layer[f] == wanted:
-            _add_cover(maps[map_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, ramp, scale, scaled)
+            _add_cover(maps[map_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, x0, step, ramp,
+                       scale, scaled)
 
 
 @njit(cache=True, nogil=True)
 def _add_cover(out: np.ndarray, poly: np.ndarray, box: np.ndarray, r0: int, c0: int, xs: np.ndarray,
-               ys: np.ndarray, ramp: float, scale: np.ndarray, scaled: bool) -> None:
+               ys: np.ndarray, x0: float, step: float, ramp: float, scale: np.ndarray, scaled: bool) -> None:
     """Add the soft cover of the convex polygon `poly` to `out` (a part of the grid from row r0,
-    column c0), times `scale` (out's shape) where `scaled`, within its rows and columns `box`."""
+    column c0; columns at `xs`, every `step` from x0), times `scale` (out's shape) where `scaled`, within its rows and columns `box`."""
     if box[1] <= box[0]:
         return
     nx, ny, c = edge_planes(poly)
-    x0, step = xs[0], xs[1] - xs[0] if xs.shape[0] > 1 else 1.0
     for r in range(box[0], box[1]):
         # Only where the polygon, grown by half a pixel, crosses the row does it cover anything (a
         # slanted face's box is mostly empty): a column either side more, for rounding.

@@ -767,10 +767,8 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
     square = f.kind in ("tower", "keep")  # one side for both
     kind = f.kind
     hi_ = 4 if square else 5
-    use_at = np.flatnonzero(grid.use)  # the window's points in the grid (as grid.use picks them)
-
     point_at = np.full(grid.use.shape, -1, np.int64)  # each grid point's index among the window's points
-    point_at.ravel()[use_at] = np.arange(len(use_at))
+    point_at[grid.use] = np.arange(len(pts))  # (pts: the points grid.use picks, row by row)
 
     slot = np.array(TOWER_SLOT) if kind == "tower" else np.zeros(0)
 
@@ -779,7 +777,7 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
         share, boxes = _crown(kind, p) or (0.0, [])
         return appearance_misfit(p, scene.nadir, float(scene.cam_z), share, np.array(boxes, np.float64).reshape(-1, 4),
                                  slot, _FACE_CODES, SIDE_SHADING, grid.xs, grid.ys, grid.x0, grid.y0, grid.step, ramp,
-                                 point_at, use_at, norm, pts, rho_bg, tau2)
+                                 point_at, norm, pts, rho_bg, tau2)
 
     def cost(q):
         scale = q[3] / ln0
