@@ -140,7 +140,10 @@ COLOUR_WEIGHT = 2.0
 
 
 class PieceMeasureError(ValueError):
-    """The photo cannot be measured; the message says what to change."""
+    """The photo cannot be measured; the message says what to change. Once the mat was found,
+    `debug_image` shows the rectified mat with the pieces outlined as they were when refused."""
+
+    debug_image: np.ndarray | None = None
 
 
 @dataclass
@@ -1080,7 +1083,11 @@ def _measure_fitted(fitted: "_Fitted") -> PieceMeasurement:
     as_fitted = replace(fitted, fits=copy.deepcopy(fitted.fits), notes=list(fitted.notes))
     try:
         return _measured(fitted)
-    except (_NotATowerAndTwoWalls, _NotOneSet, _OutlineNotSeen) as refusal:
+    except PieceMeasureError as refusal:
+        # The sizes the message names, as fitted when refused: a user sees which piece was misread.
+        refusal.debug_image = _debug_image(fitted.rect_u8, fitted.fits, fitted.scene.nadir, fitted.scene.cam_z)
+        if not isinstance(refusal, (_NotATowerAndTwoWalls, _NotOneSet, _OutlineNotSeen)):
+            raise
         # The names are a first guess (_name_pieces: the squarest grey piece is the tower), and a
         # short wall seen mostly by its top can look squarer than the tower (calib_v2_even_3507 and
         # 3526 among the development renders, whose sizes came out within 0.33 mm named the other way),
@@ -1301,7 +1308,11 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         fit.label = region.label
         fits.append(fit)
 
-    _name_pieces(fits, notes)
+    try:
+        _name_pieces(fits, notes)
+    except PieceMeasureError as refusal:
+        refusal.debug_image = _debug_image(rect_u8, fits, nadir, cam_z)
+        raise
     _refit_by_kind(fits, nadir, cam_z)
     norm = (rect - black) / np.maximum(white - black, 20.0)
     scene = _Scene(norm, t01, labels, valid, nadir, cam_z, tuple(f.label for f in fits),
@@ -1324,7 +1335,11 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         notes.append(f"ignored a coloured patch at mat ({f.centre_mm[0]:.0f}, {f.centre_mm[1]:.0f}) mm that fits no "
                      f"keep ({f.length_mm:.1f} mm across): a shadow tinted by a second light, or a fleck")
         fits.remove(f)
-    _require_keeps(fits)
+    try:
+        _require_keeps(fits)
+    except PieceMeasureError as refusal:
+        refusal.debug_image = _debug_image(rect_u8, fits, nadir, cam_z)
+        raise
     return _Fitted(fits, scene, notes, tuple(float(v) for v in centre), focal_source, rect_u8)
 
 

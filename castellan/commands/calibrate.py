@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pcs.add_argument("-o", "--output", required=True, help="profile JSON to write (other sections in it are kept)")
     pcs.add_argument("--profile", metavar="FILE", action="append", default=[],
                      help="a profile with this camera's intrinsics (improves the measurement)")
-    pcs.add_argument("--debug", metavar="FILE", help="write the rectified mat with the pieces outlined to FILE")
+    pcs.add_argument("--debug", metavar="FILE", help="write the rectified mat with the pieces outlined to FILE "
+                     "(also when the photo is refused: the pieces as found)")
     pcs.set_defaults(func=run_pieces)
 
 
@@ -192,13 +193,24 @@ def _debug_path(debug: str | None, index: int, count: int) -> str | None:
 def _measure_photo(photo: str, data: bytes, prof, debug: str | None):
     """calibrate pieces on one photo file's bytes (PieceMeasureError if it cannot be measured)."""
     from calibration.camera import exif_focal_35mm
-    from calibration.pieces import measure_pieces
+    from calibration.pieces import PieceMeasureError, measure_pieces
 
     image = read_photo(photo, data)
-    result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=exif_focal_35mm(data))
+    try:
+        result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=exif_focal_35mm(data))
+    except PieceMeasureError as refusal:
+        # A refused photo's debug image shows the pieces as they were found: which one was misread.
+        if not debug or refusal.debug_image is None:
+            raise
+        _write_debug_image(debug, refusal.debug_image)
+        raise PieceMeasureError(f"{refusal} (the pieces as found are outlined in {debug})") from None
     if debug:
-        import cv2
-
-        if not cv2.imwrite(debug, result.debug_image):
-            raise _BadInput(f"cannot write the debug image {debug!r} (use .png or .jpg)")
+        _write_debug_image(debug, result.debug_image)
     return result
+
+
+def _write_debug_image(path: str, image) -> None:
+    import cv2
+
+    if not cv2.imwrite(path, image):
+        raise _BadInput(f"cannot write the debug image {path!r} (use .png or .jpg)")

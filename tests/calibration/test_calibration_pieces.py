@@ -211,6 +211,24 @@ def test_calibrate_pieces_command_adds_pieces_and_colours_to_a_profile(tmp_path:
     assert "camera.image_size is missing" in capsys.readouterr().err
 
 
+def test_a_refused_photo_gets_its_debug_image_of_the_pieces_as_found(tmp_path: Path, capsys):
+    boxes, _ = _scene(1.0, walls=False)
+    photo = tmp_path / "pieces.png"
+    cv2.imwrite(str(photo), _photo(boxes, 70, 45, 460))
+    camera = tmp_path / "camera.json"
+    camera.write_text(json.dumps({"format": FORMAT, "camera": CAMERA.to_json()}))
+    profile, debug = tmp_path / "profile.json", tmp_path / "debug.png"
+    assert main(["calibrate", "pieces", str(photo), "-o", str(profile), "--profile", str(camera),
+                 "--debug", str(debug)]) == 2
+    err = capsys.readouterr().err
+    assert "found 1 grey pieces" in err and f"outlined in {debug}" in err
+    assert not profile.exists()
+    # The piece that was found is drawn: its footprint outlined in green on the rectified mat.
+    image = cv2.imread(str(debug))
+    green = (image[..., 1] == 255) & (image[..., 0] == 0) & (image[..., 2] == 0)
+    assert green.sum() > 100
+
+
 def test_calibrate_pieces_command_combines_several_photos_and_skips_one_it_cannot_measure(tmp_path: Path, capsys):
     boxes, truth = _scene(1.0, keeps=("red", "green"))
     photos = [tmp_path / "north.png", tmp_path / "table.png", tmp_path / "east.png"]
