@@ -838,6 +838,16 @@ def _render_with_footprints_within_1mm(stem: str):
     return m, sizes
 
 
+def test_sizes_that_made_one_set_are_measured_when_the_searches_from_the_set_break_it():
+    # A Mitsuba render in even light (calib_v2_even_3852: a ceiling light, 58 degrees up; held out in
+    # session 67). Every piece was first fitted within 0.5 mm, making one set; searched from the sizes
+    # the others give it, the long wall fitted the photo better 10.2 mm too long (its far end carried on
+    # over a black square in shade), and the photo was refused for G3. The sizes as first fitted are
+    # measured, and a note says why.
+    m, _ = _render_with_footprints_within_1mm("calib_v2_even_3852")
+    assert any("long wall fitted the photo better" in n and "measured as first fitted" in n for n in m.notes)
+
+
 def test_a_footprint_the_set_agrees_with_is_kept_when_held_at_the_usual_height_it_would_shrink():
     # A Mitsuba render (calib_v2_any_3684: a sun 29 degrees up, the tower's sides in shade on black
     # squares). The tower's height cannot be seen there, so it is fitted again with its height held at
