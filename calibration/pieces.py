@@ -1131,7 +1131,7 @@ def _measured(fitted: "_Fitted") -> PieceMeasurement:
         # The searches can also find a cheaper fit of an imperfect model at a size no set has: on
         # development renders calib_v2_even_3852 (both modes) and even_3856 (no camera profile) each
         # long wall, first fitted within 0.9 mm and making one set, fitted the photo better 10 mm long
-        # (its far end carried on over a black square in shade), and the photo was refused for G3.
+        # (on even_3852 its far end carried on over a black square in shade), and the photo was refused.
         # Where the sizes made one set before the searches and are refused after them, the pieces are
         # measured as first fitted.
         moved = [(f, g) for f, g in zip(_grey_by_kind(fitted.fits), _grey_by_kind(as_one_set.fits))
