@@ -89,7 +89,8 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import cv2
@@ -144,6 +145,18 @@ class PieceMeasureError(ValueError):
     `debug_image` shows the rectified mat with the pieces outlined as they were when refused."""
 
     debug_image: np.ndarray | None = None
+
+
+@contextmanager
+def _drawn_if_refused(rect_u8: np.ndarray, fits: list["PieceFit"], nadir: np.ndarray, cam_z: float) -> Iterator[None]:
+    """A PieceMeasureError raised within carries the debug image of `fits` as they stand when it is
+    raised: the sizes its message names, so a user sees which piece was misread."""
+    try:
+        yield
+    except PieceMeasureError as refusal:
+        if refusal.debug_image is None:
+            refusal.debug_image = _debug_image(rect_u8, fits, nadir, cam_z)
+        raise
 
 
 @dataclass
@@ -1082,12 +1095,9 @@ def _measure_fitted(fitted: "_Fitted") -> PieceMeasurement:
     _name_walls([f for f in fitted.fits if f.kind in ("short_wall", "long_wall")])
     as_fitted = replace(fitted, fits=copy.deepcopy(fitted.fits), notes=list(fitted.notes))
     try:
-        return _measured(fitted)
-    except PieceMeasureError as refusal:
-        # The sizes the message names, as fitted when refused: a user sees which piece was misread.
-        refusal.debug_image = _debug_image(fitted.rect_u8, fitted.fits, fitted.scene.nadir, fitted.scene.cam_z)
-        if not isinstance(refusal, (_NotATowerAndTwoWalls, _NotOneSet, _OutlineNotSeen)):
-            raise
+        with _drawn_if_refused(fitted.rect_u8, fitted.fits, fitted.scene.nadir, fitted.scene.cam_z):
+            return _measured(fitted)
+    except (_NotATowerAndTwoWalls, _NotOneSet, _OutlineNotSeen) as refusal:
         # The names are a first guess (_name_pieces: the squarest grey piece is the tower), and a
         # short wall seen mostly by its top can look squarer than the tower (calib_v2_even_3507 and
         # 3526 among the development renders, whose sizes came out within 0.33 mm named the other way),
@@ -1134,8 +1144,10 @@ def _measured(fitted: "_Fitted") -> PieceMeasurement:
         # (on even_3852 its far end carried on over a black square in shade), and the photo was refused.
         # Where the sizes made one set before the searches and are refused after them, the pieces are
         # measured as first fitted.
+        if as_one_set is None:
+            raise
         moved = [(f, g) for f, g in zip(_grey_by_kind(fitted.fits), _grey_by_kind(as_one_set.fits))
-                 if abs(f.length_mm - g.length_mm) >= 0.5] if as_one_set is not None else []
+                 if abs(f.length_mm - g.length_mm) >= 0.5]
         if not moved:
             raise
         as_one_set.notes.append(
@@ -1337,11 +1349,8 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         fit.label = region.label
         fits.append(fit)
 
-    try:
+    with _drawn_if_refused(rect_u8, fits, nadir, cam_z):
         _name_pieces(fits, notes)
-    except PieceMeasureError as refusal:
-        refusal.debug_image = _debug_image(rect_u8, fits, nadir, cam_z)
-        raise
     _refit_by_kind(fits, nadir, cam_z)
     norm = (rect - black) / np.maximum(white - black, 20.0)
     scene = _Scene(norm, t01, labels, valid, nadir, cam_z, tuple(f.label for f in fits),
@@ -1364,11 +1373,8 @@ def _fit_pieces(image: np.ndarray, camera: CameraProfile | None, exif_focal_35mm
         notes.append(f"ignored a coloured patch at mat ({f.centre_mm[0]:.0f}, {f.centre_mm[1]:.0f}) mm that fits no "
                      f"keep ({f.length_mm:.1f} mm across): a shadow tinted by a second light, or a fleck")
         fits.remove(f)
-    try:
+    with _drawn_if_refused(rect_u8, fits, nadir, cam_z):
         _require_keeps(fits)
-    except PieceMeasureError as refusal:
-        refusal.debug_image = _debug_image(rect_u8, fits, nadir, cam_z)
-        raise
     return _Fitted(fits, scene, notes, tuple(float(v) for v in centre), focal_source, rect_u8)
 
 
