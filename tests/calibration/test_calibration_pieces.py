@@ -509,18 +509,27 @@ def test_keeps_that_cannot_all_be_one_size_are_refused():
     _check_keeps(keeps(15.9, 16.4, 15.6, 17.4))
 
 
+def _measured_with_keeps(*heights: float):
+    """The set with its red keep 22 mm high and one more keep (blue, yellow, then green) for each of
+    `heights` on the scene's spots, measured from 65 degrees; its footprints checked within 1 mm."""
+    boxes, truth = _scene(1.0, keeps=("red",))
+    spots = [(90, 232, 60), (140, 215, 110), (172, 160, 150)]
+    for (x, y, turn), colour, height in zip(spots, ("blue", "yellow", "green"), heights):
+        boxes += crowned_boxes("keep", x, y, 16, height, turn, KEEP_BGR[colour])
+    m = measure_pieces(_photo(boxes, 65, 300, 440), camera=CAMERA)
+    _assert_footprints(m, truth, abs_mm=1.0)
+    return m
+
+
 def test_keeps_whose_heights_disagree_give_no_keep_height():
     # The profile's keep height is the median of the keeps whose height was measured, and those can be
     # few: on held-out render calib_v2_even_3670 two were, one fitted 19.5 mm too tall, and the keep
     # height passed 10.8 mm too tall. The keeps are one moulding, so a keep fitted more than 2 mm from
     # the keeps' median height has its height left unmeasured. Here one of two keeps stands 16 mm
     # taller, as such a misfit would make it: no height either could give is written.
-    boxes, truth = _scene(1.0, keeps=("red",))
-    boxes += crowned_boxes("keep", 90, 232, 16, 38, 60, KEEP_BGR["blue"])
-    m = measure_pieces(_photo(boxes, 65, 300, 440), camera=CAMERA)
+    m = _measured_with_keeps(38)
     assert m.pieces.keep.height_mm is None
     assert any("2 mm from the keeps' median height" in n for n in m.notes)
-    _assert_footprints(m, truth, abs_mm=1.0)
 
 
 def test_a_keeps_height_no_other_keep_agrees_with_is_not_measured():
@@ -529,13 +538,9 @@ def test_a_keeps_height_no_other_keep_agrees_with_is_not_measured():
     # 22.4 and 27.6 mm high for 20.3, the middle one alone was near their median, and it wrote the keep
     # height 2.1 mm too tall. Here three keeps stand 22, 25 and 28.5 mm high: the middle one lies within
     # 2 mm of their median but within 2 mm of no other keep, so no keep height is written.
-    boxes, truth = _scene(1.0, keeps=("red",))
-    boxes += crowned_boxes("keep", 90, 232, 16, 25, 60, KEEP_BGR["blue"])
-    boxes += crowned_boxes("keep", 140, 215, 16, 28.5, 110, KEEP_BGR["yellow"])
-    m = measure_pieces(_photo(boxes, 65, 300, 440), camera=CAMERA)
+    m = _measured_with_keeps(25, 28.5)
     assert m.pieces.keep.height_mm is None
     assert any("with no other keep whose height the photo shows" in n for n in m.notes)
-    _assert_footprints(m, truth, abs_mm=1.0)
 
 
 def test_keeps_that_agree_no_more_than_keeps_apart_give_no_keep_height():
@@ -544,14 +549,9 @@ def test_keeps_that_agree_no_more_than_keeps_apart_give_no_keep_height():
     # 2 mm from the keeps' median, and the keep height was written 3.9 mm too tall. A tie does not say
     # which keeps are right. Here four keeps stand 22, 25, 25.5 and 31 mm high: the middle two agree,
     # the outer two are apart from the median, so no keep height is written.
-    boxes, truth = _scene(1.0, keeps=("red",))
-    boxes += crowned_boxes("keep", 90, 232, 16, 25, 60, KEEP_BGR["blue"])
-    boxes += crowned_boxes("keep", 140, 215, 16, 25.5, 110, KEEP_BGR["yellow"])
-    boxes += crowned_boxes("keep", 172, 160, 16, 31, 150, KEEP_BGR["green"])
-    m = measure_pieces(_photo(boxes, 65, 300, 440), camera=CAMERA)
+    m = _measured_with_keeps(25, 25.5, 31)
     assert m.pieces.keep.height_mm is None
     assert any("the photo does not say which of them is right" in n for n in m.notes)
-    _assert_footprints(m, truth, abs_mm=1.0)
 
 
 def test_a_long_wall_one_merlon_off_is_refused():
