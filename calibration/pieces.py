@@ -2496,11 +2496,11 @@ def _hold_unseen_heights(fits: list[PieceFit], scene: _Scene, notes: list[str]) 
         if reasons[id(f)] is None and not any(abs(g.height_mm - f.height_mm) <= AGREE_MM
                                               for g in shown_keeps if g is not f):
             reasons[id(f)] = "alone"
-    # Nor where as many keeps the photo shows were left out as apart as agree: a tie does not say which
+    # Nor where the keeps measured are no more than those left out as apart: a tie does not say which
     # are right. On held-out render calib_v2_any_3892 (81 degrees, a ceiling light and the sun; true
     # height 21.0 mm) keeps fitted 21.7, 24.8, 24.9 and 32.9 mm high left the two middle ones measured,
-    # and they wrote the keep height 3.9 mm too tall. On the held-out benchmarks of sessions 66-69 (read
-    # since "alone"), keeps measured no more than those apart wrote the keep height 7 times: 3.9 and
+    # and they wrote the keep height 3.9 mm too tall. On the held-out benchmarks of sessions 66-69 (all read
+    # with the rule above), keeps measured no more than those apart wrote the keep height 7 times: 3.9 and
     # 1.8 mm too tall, the other 5 within 0.5 mm. A keep height left unmeasured takes the usual
     # proportion to the keeps' footprint; a wrong one misleads the reader's Double Keeps.
     measured = [f for f in shown_keeps if reasons[id(f)] is None]
