@@ -1146,6 +1146,7 @@ def _measured(fitted: "_Fitted") -> PieceMeasurement:
         # measured as first fitted.
         if as_one_set is None:
             raise
+        # Only a refusal the searches brought about: one of them moved a piece by half a millimetre or more.
         moved = [(f, g) for f, g in zip(_grey_by_kind(fitted.fits), _grey_by_kind(as_one_set.fits))
                  if abs(f.length_mm - g.length_mm) >= 0.5]
         if not moved:
@@ -1876,7 +1877,7 @@ def _check_shapes(fits: list[PieceFit]) -> None:
     """The grey pieces, fitted as a tower and two walls, must look like them."""
     kind = {f.kind: f for f in fits if f.kind != "keep"}
     tower, short, long_ = kind["tower"], kind["short_wall"], kind["long_wall"]
-    if (short.length_mm < WALL_MIN_ASPECT * short.width_mm or long_.length_mm < 1.5 * short.length_mm
+    if (_collapsed(short) or long_.length_mm < 1.5 * short.length_mm
             or tower.length_mm > short.length_mm or tower.length_mm < 1.3 * short.width_mm):
         found = ", ".join(f"{f.length_mm:.0f} x {f.width_mm:.0f} mm" for f in (tower, short, long_))
         hint = ("; the pieces cast strong shadows: light the mat evenly (daylight, no lamp close by)"
@@ -2667,8 +2668,7 @@ def _search_from_set(f: PieceFit, fits: list[PieceFit], scene: _Scene):
         top = np.asarray(Polygon(f.outline_mm).buffer(0).centroid.coords[0])
         tops = {t: _top_start(now, top, scene, t) for t in targets}
     shift = max((math.dist(q[:2], now[:2]) for q in tops.values()), default=0.0)
-    # A wall fitted less than WALL_MIN_ASPECT times as long as thick (which _check_shapes refuses)
-    # settled on something else than the wall: it is also looked for around where it settled
+    # A collapsed wall (which _check_shapes refuses) is also looked for around where it settled
     # (_wall_grid_start).
     collapsed = _collapsed(f)
     if collapsed:
