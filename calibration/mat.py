@@ -298,7 +298,8 @@ def _detect(gray: np.ndarray, paper: str | None, max_side: int) -> _Found | None
     h, w = gray.shape
     scale = min(1.0, max_side / max(h, w))
     small = cv2.resize(gray, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_AREA) if scale < 1 else gray
-    corners, ids, _ = _marker_detector().detectMarkers(small)
+    detector = _marker_detector()
+    corners, ids, rejected = detector.detectMarkers(small)
     if ids is None or len(ids) == 0:
         return None
     ids = ids.ravel()
@@ -311,7 +312,15 @@ def _detect(gray: np.ndarray, paper: str | None, max_side: int) -> _Found | None
     if best is None:
         return None
     name, sel = best
-    mk_corners = [np.asarray(c, np.float32).reshape(4, 2) for c, s in zip(corners, sel) if s]
+    # A mat beside a whole castle is small in the photo, and a marker's white margin then blurs into the
+    # black squares at its corners, so most markers are not found on their own. Where the board's layout,
+    # fitted to the markers found, puts the others, OpenCV looks again among the shapes it set aside
+    # (each must still read as its own marker's code).
+    corners, ids, *_ = detector.refineDetectedMarkers(
+        small, _board(name), tuple(c for c, s in zip(corners, sel) if s), ids[sel].reshape(-1, 1), rejected)
+    ids = ids.ravel()
+    sel = np.ones(len(ids), bool)
+    mk_corners = [np.asarray(c, np.float32).reshape(4, 2) for c in corners]
     if scale < 1:
         # Marker corners found on the reduced image: map back, then refine at full resolution.
         mk_corners = [(c + 0.5) / scale - 0.5 for c in mk_corners]
