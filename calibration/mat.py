@@ -318,8 +318,7 @@ def _detect(gray: np.ndarray, paper: str | None, max_side: int) -> _Found | None
     # (each must still read as its own marker's code).
     corners, ids, *_ = detector.refineDetectedMarkers(
         small, _board(name), tuple(c for c, s in zip(corners, sel) if s), ids[sel].reshape(-1, 1), rejected)
-    ids = ids.ravel()
-    sel = np.ones(len(ids), bool)
+    mk_ids = ids.ravel().astype(np.int32)
     mk_corners = [np.asarray(c, np.float32).reshape(4, 2) for c in corners]
     if scale < 1:
         # Marker corners found on the reduced image: map back, then refine at full resolution.
@@ -328,7 +327,6 @@ def _detect(gray: np.ndarray, paper: str | None, max_side: int) -> _Found | None
         win = max(2, int(round(1.5 / scale)))
         mk_corners = [cv2.cornerSubPix(gray, c.reshape(-1, 1, 2).astype(np.float32), (win, win), (-1, -1), crit).reshape(4, 2)
                       for c in mk_corners]
-    mk_ids = ids[sel].astype(np.int32)
     det = cv2.aruco.CharucoDetector(_board(name))
     ch_corners, ch_ids, _, _ = det.detectBoard(gray, markerCorners=tuple(c.reshape(1, 4, 2) for c in mk_corners),
                                                markerIds=mk_ids.reshape(-1, 1))

@@ -65,7 +65,7 @@ def test_mat_partly_covered_is_still_found():
 def test_a_small_blurred_mat_beside_a_castle_is_found_with_most_of_its_corners():
     # An A4 mat beside a whole castle, about 200 px across in a 1280 x 960 phone photo from some 60 degrees:
     # each marker is some 12 px, its white margin blurs into the black squares, so few markers are found
-    # on their own (3 of 24 corners were, before the others were looked for where the board puts them).
+    # on their own (7 of 24 corners were, before the others were looked for where the board puts them).
     sheet, _ = mat_image("a4", 4.0)
     photo, H = _photo_of(sheet, [[640, 117], [836, 152], [785, 258], [581, 215]], (1280, 960))
     photo = cv2.GaussianBlur(photo, (0, 0), 0.8)
