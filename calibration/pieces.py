@@ -2326,6 +2326,7 @@ FLAT_HEIGHT_RISE = 0.4e-3
 # Why a piece's height could not be measured, for one piece and for several, and what to do about it.
 _KEEPS_APART_ADVICE = ("stand the keeps on the mat's white squares, apart from each other, with the light on the sides "
                        "facing the camera")
+_KEEPS_FROM_50_70_ADVICE = _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"
 _ALONE_WHY = (f"agreed within {AGREE_MM:g} mm with no other keep whose height the photo shows (the keeps are one moulding, "
               "and one keep's height alone is not taken)")  # the same words for one keep and for several
 _TIED_WHY = (f"agreed within {AGREE_MM:g} mm with no more keeps than were fitted more than {AGREE_MM:g} mm from the "
@@ -2358,8 +2359,8 @@ _UNSEEN_HEIGHT = {
     "apart": (f"was fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               f"were fitted more than {AGREE_MM:g} mm from the keeps' median height, though the keeps are one moulding",
               _KEEPS_APART_ADVICE),
-    "alone": (_ALONE_WHY, _ALONE_WHY, _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"),
-    "tied": (_TIED_WHY, _TIED_WHY, _KEEPS_APART_ADVICE + ", and take the photo from 50-70 degrees above the table"),
+    "alone": (_ALONE_WHY, _ALONE_WHY, _KEEPS_FROM_50_70_ADVICE),
+    "tied": (_TIED_WHY, _TIED_WHY, _KEEPS_FROM_50_70_ADVICE),
     "focal": (f"would rest on the focal length, which the mat gives too loosely to put it within {FOCAL_HEIGHT_MAX_MM:g} mm",
               f"would rest on the focal length, which the mat gives too loosely to put them within {FOCAL_HEIGHT_MAX_MM:g} mm",
               "calibrate the camera (castellan calibrate camera) and measure with its profile, or take the photo "
