@@ -27,7 +27,7 @@ from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
+from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, ITS_COLOUR_ALL_LOOK_STACKED, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
                           TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 import vision.masks
@@ -1082,6 +1082,11 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     has nothing to stand out from, and judged alone a small lead is more often a single keep's: it is
     read double only by a lead above keeps.DOUBLE_LEAD (of 95 keeps of development renders that two
     stacked keeps explained better by less than that, 19 were double).
+    A Double Keep read by its lead is in doubt when its colour's other keeps (two or more) look as big as a
+    Double Keep would there (their median fill at least halfway to its `double_fill`): the keep mask took in
+    more than the keeps (yellow keeps on pine wood, session 70's wrong answer h553555_088 at 0.85), and
+    the lead may be the spill's. Surely read Double Keeps were wrong there 4 times of 25 on unseen54-56
+    (12 of 284 elsewhere) and 4 of 19 on session 71's new unseen57-58 (4 of 222 elsewhere).
     A colour whose Double Keep is read surely by its outline (KEEP_DOUBT or more, no doubt) is settled: its
     other keeps are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59
     weak or doubted keeps so settled in readings with every grey piece right, none was a Double Keep.) A
@@ -1113,6 +1118,11 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             top.double = True
             if top.stacked - runner_up < clear_lead:
                 top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), STACKED_BY_A_SMALL_LEAD
+            elif top.double_fill > 1.0 and len(rest) >= 2 and np.median([k.fill for k in rest]) >= (1.0 + top.double_fill) / 2:
+                top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), ITS_COLOUR_ALL_LOOK_STACKED
+                notes.append({"rule": "C5", "severity": "notice",
+                              "message": f"every {colour} keep looks as big as a Double Keep here (their colour may run into "
+                                         f"the table or a shadow), so which one is the Double Keep is uncertain"})
             looked = sum(1 for k in ks if k.stacked > 0)
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",

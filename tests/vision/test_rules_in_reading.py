@@ -661,6 +661,30 @@ def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_do
     assert just_under[0].confidence == 0.9
 
 
+def test_a_double_keep_whose_colours_single_keeps_look_as_big_is_in_doubt():
+    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
+
+    # Every yellow blob is half again a single keep's silhouette (the keep mask bled into a yellowish
+    # table): the one that looks most stacked leads clearly, but the others look as big as a Double Keep
+    # would (double_fill 1.5, so anything from 1.25 up), and the lead may be the bleed's.
+    def yellow(stacked, fill):
+        return _keep(0.95, stacked, fill=fill, double_fill=1.5)
+
+    bled = [yellow(0.25, 1.7), yellow(0.1, 1.5), yellow(-0.05, 1.6), yellow(-0.1, 1.46)]
+    notes = choose_double_keeps(bled)
+    assert [k.double for k in bled] == [True, False, False, False]
+    assert any("every yellow keep looks as big as a Double Keep" in n["message"] for n in notes)
+    assert bled[0].confidence < KEEP_DOUBT and bled[0].height_doubt
+    # The same lead among single keeps that look their size is sure.
+    clean = [yellow(0.25, 1.45), yellow(0.1, 1.0), yellow(-0.05, 0.95), yellow(-0.1, 1.1)]
+    choose_double_keeps(clean)
+    assert clean[0].double and clean[0].confidence == 0.95 and not clean[0].height_doubt
+    # With one other keep of its colour there is no telling what its single keeps look like.
+    pair = [yellow(0.25, 1.7), yellow(-0.1, 1.6)]
+    choose_double_keeps(pair)
+    assert pair[0].double and pair[0].confidence == 0.95
+
+
 def test_surplus_towers_in_straight_runs_become_long_wall_middles():
     from vision.pipeline import remove_excess_towers
 
