@@ -27,8 +27,8 @@ from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, ITS_COLOUR_ALL_LOOK_STACKED, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
-                          TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
+from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, ITS_COLOUR_ALL_LOOK_STACKED, SINGLE_BESIDE_ITS_DOUBLE,
+                          STACKED_BY_A_SMALL_LEAD, TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 import vision.masks
 from vision.masks import ColourLayers, Masks, colour_layers, compute_masks, printed_mat
@@ -1118,7 +1118,7 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
             top.double = True
             if top.stacked - runner_up < clear_lead:
                 top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), STACKED_BY_A_SMALL_LEAD
-            elif top.double_fill > 1.0 and len(rest) >= 2 and np.median([k.fill for k in rest]) >= (1.0 + top.double_fill) / 2:
+            elif len(rest) >= 2 and top.double_fill > 1.0 and _look_stacked(rest, top.double_fill):
                 top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), ITS_COLOUR_ALL_LOOK_STACKED
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"every {colour} keep looks as big as a Double Keep here (their colour may run into "
@@ -1161,6 +1161,12 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
                               "message": f"one {colour} keep looks bigger than the others but not clearly stacked: "
                                          "it may be a Double Keep"})
     return notes
+
+
+def _look_stacked(keeps: list[FoundKeep], double_fill: float) -> bool:
+    """Whether these keeps' blobs are, at their median, nearer a Double Keep's size (`double_fill` times a
+    single keep's silhouette) than a single keep's."""
+    return float(np.median([k.fill for k in keeps])) >= (1.0 + double_fill) / 2
 
 
 def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6) -> list[dict]:
