@@ -986,6 +986,31 @@ def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle()
     assert apart.refusal is None or "cut off" not in apart.refusal
 
 
+def test_a_photo_with_no_lattice_is_told_which_way_to_move_the_camera():
+    from types import SimpleNamespace
+
+    from vision.pipeline import assess
+
+    # No lattice was found. With the mat in view its pose tells the camera's height, and the advice
+    # follows it: never "from higher up" to a photo taken from nearly straight down.
+    castle_px = np.zeros((50, 60), bool)
+    castle_px[10:40, 10:50] = True
+
+    def refusal(elevation, mat=True):
+        pose = None if elevation is None else SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0,
+                                                              mat_corners=np.zeros((4, 2)) if mat else None)
+        masks = SimpleNamespace(brightness=200.0, grey=castle_px, keep=np.zeros_like(castle_px))
+        return assess(masks=masks, region=castle_px, pose=pose, fit=None, keeps=[], score=None).refusal
+
+    assert "no castle lattice" in refusal(84.0) and "a little lower" in refusal(84.0) and "higher up" not in refusal(84.0)
+    assert "higher up" in refusal(42.0) and "about 42 degrees" in refusal(42.0)
+    assert "higher up" not in refusal(68.0) and "walls clearly visible" in refusal(68.0)
+    # Without the mat the plane the castle's lines give is no measure of the camera's height when its
+    # lattice fails (nor is there one without a plane): the advice names the heights read best.
+    for unknown in (refusal(10.0, mat=False), refusal(None)):
+        assert "from 60 to 75 degrees above the table" in unknown and "about" not in unknown
+
+
 def test_keeps_seen_where_the_reading_puts_grey_pieces_refuse_it_as_a_wrong_lattice():
     # No keep stands inside a tower or a wall: a lattice read at several times the castle's pitch puts
     # a few huge pieces over the whole castle, keeps and all, and still explains its grey pixels.
