@@ -243,7 +243,11 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, given_focal: float | N
                 score = support - 2.0 * ortho - 0.25
             if up[2] > 0:  # the normal points back towards the camera (which looks along +z)
                 up = -up
-            score -= _implausible_table(up)
+            # Not a table a phone could see. Without any such pair, the wall directions were not found: a
+            # pose from them rectifies the castle into streaks, which look like one clear direction, and was
+            # once preferred to a right pose from the other outline (unseen59 h554005_044: 8 degrees against 66).
+            if _implausible_table(up):
+                continue
             # A third family along the implied vertical (or the other wall direction) confirms it.
             for c in range(len(vps)):
                 if c not in (a, b):
@@ -252,10 +256,7 @@ def pose_from_castle(bgr: np.ndarray, region: np.ndarray, given_focal: float | N
                         score += 0.3 * vps[c][1] / total
             if best is None or score > best[0]:
                 best = (score, up, r1, K, ortho, support)
-    # No pair gave a table a phone could see (every one implausible): the wall directions were not found.
-    # Such a pose rectifies the castle into streaks, which look like one clear direction, and so it was
-    # once preferred to a right pose from the other outline (unseen59 h554005_044: 8 degrees against 66).
-    if best is None or _implausible_table(best[1]) > 0:
+    if best is None:
         return None
     _, up, r1, K, ortho, support = best
     r1 = _unit(r1 - (r1 @ up) * up)
