@@ -127,6 +127,15 @@ def compare(found, truth) -> dict[str, Any]:
     return out
 
 
+def grey_errors(found, truth) -> dict[str, dict[str, list]]:
+    """The grey pieces a reading has that the truth lacks ("extra") and lacks that the truth has ("missing"),
+    per kind, in the truth's lattice frame: what kinds of misreads a set's readings make can then be
+    counted from its JSON without reading the photos again."""
+    pf, pt = piece_sets(align(found, truth)), piece_sets(truth)
+    return {kind: {"extra": sorted(pf[kind] - pt[kind]), "missing": sorted(pt[kind] - pf[kind])}
+            for kind in ("tower", "short", "long") if pf[kind] != pt[kind]}
+
+
 def wrong_keeps(found, truth) -> list[int]:
     """Indices of the found keeps that are wrong: none stands there, or its colour or height is wrong."""
     fa = align(found, truth)
@@ -250,6 +259,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
         if castle is not None:
             row["pieces"] = compare(castle, truth)
             row["corrections"] = corrections(row["pieces"])
+            row["grey_errors"] = grey_errors(castle, truth)
             if reading.refusal is not None:  # what the result page marks on the unscored guess for the player to check
                 guess = reading.to_json().get("tentative_castle") or {}
                 row["marked"] = pieces_to_check(guess)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.vision_benchmark import band, compare, corrections, main, wrong_towers_marked
+from benchmarks.vision_benchmark import band, compare, corrections, grey_errors, main, wrong_towers_marked
 from scoring import parse_castle
 from tests.vision.toyscene import SMALL_CASTLE
 
@@ -39,6 +39,22 @@ def test_a_missing_wall_and_a_wrong_keep_are_counted():
     assert corrections(c) == 2  # on the result page: draw the wall, tick Double Keep
     wrong["keeps"][0]["colour"] = "yellow"
     assert corrections(compare(parse_castle(wrong), parse_castle(SMALL_CASTLE))) == 3
+
+
+def test_the_wrong_grey_pieces_are_named_in_the_truths_frame():
+    # A reading turned and moved, with the middle long wall read as a short wall over its first step: the row
+    # names both, in the truth's coordinates, so a set's misreads can be counted by kind from its JSON.
+    truth = parse_castle(SMALL_CASTLE)
+    halved = json.loads(json.dumps(SMALL_CASTLE))
+    last = halved["walls"][-1]
+    (ax, ay), (bx, by) = last["from"], last["to"]
+    halved["walls"][-1] = {"from": [ax, ay], "to": [(ax + bx) // 2, (ay + by) // 2]}
+    errors = grey_errors(parse_castle(_turned_and_shifted(halved)), truth)
+    long_wall = parse_castle(dict(SMALL_CASTLE, walls=[last])).walls[0]
+    short_wall = parse_castle(dict(SMALL_CASTLE, walls=[halved["walls"][-1]])).walls[0]
+    assert errors == {"short": {"extra": [(short_wall.a, short_wall.b)], "missing": []},
+                      "long": {"extra": [], "missing": [(long_wall.a, long_wall.b)]}}
+    assert grey_errors(parse_castle(_turned_and_shifted(SMALL_CASTLE)), truth) == {}
 
 
 def test_the_wrong_towers_a_guess_marks_are_counted_in_the_truths_frame():
