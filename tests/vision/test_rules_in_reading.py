@@ -228,16 +228,18 @@ def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_
     assert complete_long_walls(tower_likelier, []) == [] and not tower_likelier.decision.active[-1]
 
 
-def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0) -> Fit:
+def _top_down_fit(plastic: list[tuple], active: dict, *, table: float = -1.0, zoom: int = 1) -> Fit:
     """A fit seen from straight above (lattice units), its evidence +1 (or the box's own, a fourth item)
     exactly where the given boxes (centre, half extents, height) stand and `table` elsewhere; `active`:
-    element key -> decided present."""
+    element key -> decided present. A lattice step is 7.5 pixels, `zoom` times that with `zoom` (a
+    photo's steps are 30 to 60)."""
     from vision.camera import Camera
     from vision.reconstruct import box_pixels, build_elements
 
-    shape = (120, 240)
+    shape = (120 * zoom, 240 * zoom)
     R = np.diag([1.0, -1.0, -1.0])
-    cam = Camera(np.array([[60.0, 0, 120], [0, 60.0, 60], [0, 0, 1]]), R, -R @ np.array([1.0, 0.0, 8.0]))
+    f, cx, cy = 60.0 * zoom, 120.0 * zoom, 60.0 * zoom
+    cam = Camera(np.array([[f, 0, cx], [0, f, cy], [0, 0, 1]]), R, -R @ np.array([1.0, 0.0, 8.0]))
     weight = np.full(shape[0] * shape[1], table, np.float32)
     for centre, half, height, *seen_as in plastic:
         weight[box_pixels(cam, shape, centre, half, height)] = seen_as[0] if seen_as else 1.0
@@ -300,6 +302,25 @@ def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
     beside = _half_of_the_long_wall(far=True, across=1.0)
     fit = _top_down_fit([TOWER, near_half, beside], {(0, 0): True, ((0, 0), (1, 0)): True})
     assert complete_long_walls(fit, []) == []
+
+
+def test_a_long_walls_far_half_seen_at_half_certainty_on_plain_table_is_read():
+    from vision.pipeline import CLEAR_TABLE, WALL_CONTRAST, complete_long_walls
+
+    # A long wall standing out over the castle's edge: the pixel models see its far half at about half
+    # certainty (evidence -0.2), the plain table beside it surely as table (-1). No better than the table's
+    # own evidence in absolute terms, it stands out from the table by more than WALL_CONTRAST.
+    near_half, far_half = _half_of_the_long_wall(far=False), _half_of_the_long_wall(far=True)
+    active = {(0, 0): True, ((0, 0), (1, 0)): True}
+    assert _read_as_the_long_wall(_top_down_fit([TOWER, near_half, (*far_half, -0.2)], active, zoom=4))
+    # On a table the models are less sure of (a grain, a shadow) a half standing out as much is no evidence
+    # of plastic,
+    assert CLEAR_TABLE < -0.8
+    fit = _top_down_fit([TOWER, near_half, (*far_half, -0.2 + 0.2)], active, table=-0.8, zoom=4)
+    assert complete_long_walls(fit, []) == [] and not fit.decision.active[_index(fit, ((1, 0), (2, 0)))]
+    # nor is a half that stands out from plain table by less.
+    fit = _top_down_fit([TOWER, near_half, (*far_half, -1.0 + WALL_CONTRAST - 0.05)], active, zoom=4)
+    assert complete_long_walls(fit, []) == [] and not fit.decision.active[_index(fit, ((1, 0), (2, 0)))]
 
 
 def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_read():
