@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.vision_benchmark import band, compare, corrections, grey_errors, main, wrong_towers_marked
+from benchmarks.vision_benchmark import band, compare, corrections, grey_errors, main, true_castle, wrong_towers_marked
 from scoring import parse_castle
 from tests.vision.toyscene import SMALL_CASTLE
 
@@ -55,6 +55,20 @@ def test_the_wrong_grey_pieces_are_named_in_the_truths_frame():
     assert errors == {"short": {"extra": [(short_wall.a, short_wall.b)], "missing": []},
                       "long": {"extra": [], "missing": [(long_wall.a, long_wall.b)]}}
     assert grey_errors(parse_castle(_turned_and_shifted(SMALL_CASTLE)), truth) == {}
+
+
+def test_a_spare_keep_wholly_outside_the_photo_is_not_counted_as_missed():
+    # Two spare keeps beside the castle: one the photo shows, one the renderer put outside the frame.
+    spare_in_view, spare_out_of_view = [9.5, 0.5], [-12.25, 3.5]
+    truth_json = {"castle": SMALL_CASTLE,
+                  "castle_with_supply": dict(SMALL_CASTLE, keeps=SMALL_CASTLE["keeps"] + [
+                      {"colour": "red", "at": spare_in_view}, {"colour": "blue", "at": spare_out_of_view}]),
+                  "clutter": [{"kind": "keep", "at": spare_in_view, "visible_px": 412},
+                              {"kind": "keep", "at": spare_out_of_view, "visible_px": 0},
+                              {"kind": "card", "visible_px": 0}]}
+    keeps = [tuple(k.at) for k in true_castle(truth_json).keeps]
+    assert tuple(spare_in_view) in keeps and tuple(spare_out_of_view) not in keeps
+    assert len(keeps) == len(SMALL_CASTLE["keeps"]) + 1  # the castle's own keeps count however hidden
 
 
 def test_the_wrong_towers_a_guess_marks_are_counted_in_the_truths_frame():
