@@ -897,9 +897,9 @@ def _evidence_nearby(fit: Fit, centre: tuple[float, float], half: tuple[float, f
 
 def _stands_out_on_clear_table(fit: Fit, centre: tuple[float, float], along: tuple[int, int], reach: float, cover: np.ndarray,
                                min_view: float, contrast: float = WALL_CONTRAST, clear: float = CLEAR_TABLE) -> bool:
-    """A long wall's far half, as it would stand at `centre`, shows plastic WALL_CONTRAST above the table strips
-    beside it, where both strips in view are plainly table (evidence at most `clear`): a lone half standing out
-    over the castle's edge, which the pixel models see at half certainty (see complete_long_walls)."""
+    """A long wall's far half, as it would stand at `centre`, shows plastic `contrast` above the table strips beside
+    it, and the lower of those in view (_beside_the_step) is plainly table (evidence at most `clear`): a lone half
+    standing out over the castle's edge, which the pixel models see at half certainty (see complete_long_walls)."""
     extent = fit.dims.wall_extent(along[0] != 0, reach)
     evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
     table = _beside_the_step(fit, centre, extent, (abs(along[1]), abs(along[0])), cover, min_view)
@@ -932,10 +932,10 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     A long wall standing out over the castle's edge is often seen by the pixel models at half certainty: its
     far half's evidence a little under nil, the plain table around it surely table (an oak table's lone wall
     at 71 degrees, unseen58 h553855_048: evidence -0.08, grey probability about 0.45 all along it). Such a
-    half counts as shown where it stands WALL_CONTRAST above the table strips beside it and both strips in
-    view are plainly table (evidence CLEAR_TABLE or less; _stands_out_on_clear_table): on unseen54's last pass
+    half counts as shown where it stands WALL_CONTRAST above the table strips beside it and the lower strip in
+    view is plainly table (evidence CLEAR_TABLE or less; _stands_out_on_clear_table): on unseen54's last pass
     (100 development photos, session 72) 12 of the 77 true far halves left out passed that and 6 of 524 empty
-    ones, all 6 in readings more than 70 grey pieces wrong; where the strips read above CLEAR_TABLE (a grained
+    ones, all 6 in readings more than 70 grey pieces wrong; where the strip reads above CLEAR_TABLE (a grained
     table, a shadow) 11 empty halves stood out so and 2 true ones. Read through on unseen55-60 (600 photos):
     grey-piece errors 30,609 -> 30,333 (40 photos better, 3 worse), every grey piece right on 158 instead of
     154, the same 21 answers.
