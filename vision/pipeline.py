@@ -933,12 +933,14 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
     far half's evidence a little under nil, the plain table around it surely table (an oak table's lone wall
     at 71 degrees, unseen58 h553855_048: evidence -0.08, grey probability about 0.45 all along it). Such a
     half counts as shown where it stands WALL_CONTRAST above the table strips beside it and the lower strip in
-    view is plainly table (evidence CLEAR_TABLE or less; _stands_out_on_clear_table): on unseen54's last pass
-    (100 development photos, session 72) 12 of the 77 true far halves left out passed that and 6 of 524 empty
-    ones, all 6 in readings more than 70 grey pieces wrong; where the strip reads above CLEAR_TABLE (a grained
-    table, a shadow) 11 empty halves stood out so and 2 true ones. Read through on unseen55-60 (600 photos):
-    grey-piece errors 30,609 -> 30,333 (40 photos better, 3 worse), every grey piece right on 158 instead of
-    154, the same 21 answers.
+    view is plainly table (evidence CLEAR_TABLE or less; _stands_out_on_clear_table), on the pass held to the
+    count (its evidence is still below nil): on unseen54's last pass (100 development photos, session 72) 12 of
+    the 77 true far halves left out passed that and 6 of 524 empty ones, all 6 in readings more than 70 grey
+    pieces wrong; where the strip reads above CLEAR_TABLE (a grained table, a shadow) 11 empty halves stood out
+    so and 2 true ones. Read through on unseen55-60 (600 photos): grey-piece errors 30,609 -> 30,329 (38 photos
+    better, 1 worse), every grey piece right on 159 instead of 154, the same 21 answers. Taken on the first pass
+    too, uncounted, it gave 30,333 (40 better, 3 worse; one castle read exactly before lost a tower a step away
+    to a half taken early).
 
     A short wall with both ends free and a tower one step beyond, in line, is a long wall from that tower
     whose near half was missed: that half is taken the same way where the photo shows it, never on the
@@ -979,8 +981,9 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
         evidence, in_view = (0.0, 0.0) if cover is None else _evidence_nearby(
             fit, (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), d.wall_h, cover, (abs(dy), abs(dx)), min_view)
         open_far = _ends_free(ends.get(far, []), (dx, dy))
-        if in_view >= min_view and (evidence > 0 or _stands_out_on_clear_table(fit, (x - dx * reach, y - dy * reach), (dx, dy), reach, cover, min_view)) \
-                and (far in towers or open_far):
+        plastic = evidence > 0 or (as_counted and _stands_out_on_clear_table(fit, (x - dx * reach, y - dy * reach), (dx, dy), reach,
+                                                                          cover, min_view))
+        if in_view >= min_view and plastic and (far in towers or open_far):
             seen.append((-evidence, half, end, far))
         elif margin[half] > max_doubt or by_its_tower:
             continue
