@@ -895,14 +895,13 @@ def _evidence_nearby(fit: Fit, centre: tuple[float, float], half: tuple[float, f
     return best
 
 
-def _stands_out_on_clear_table(fit: Fit, centre: tuple[float, float], along: tuple[int, int], reach: float, cover: np.ndarray,
-                               min_view: float, contrast: float = WALL_CONTRAST, clear: float = CLEAR_TABLE) -> bool:
-    """A long wall's far half, as it would stand at `centre`, shows plastic `contrast` above the table strips beside
-    it, and the lower of those in view (_beside_the_step) is plainly table (evidence at most `clear`): a lone half
-    standing out over the castle's edge, which the pixel models see at half certainty (see complete_long_walls)."""
-    extent = fit.dims.wall_extent(along[0] != 0, reach)
+def _stands_out_on_clear_table(fit: Fit, centre: tuple[float, float], extent: tuple[float, float], across: tuple[int, int],
+                               cover: np.ndarray, min_view: float, contrast: float = WALL_CONTRAST, clear: float = CLEAR_TABLE) -> bool:
+    """A wall's box (`centre`, half `extent`) shows plastic `contrast` above the table strips `across` it, and the
+    lower of those in view (_beside_the_step) is plainly table (evidence at most `clear`): a long wall's lone far
+    half standing out over the castle's edge, which the pixel models see at half certainty (see complete_long_walls)."""
     evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
-    table = _beside_the_step(fit, centre, extent, (abs(along[1]), abs(along[0])), cover, min_view)
+    table = _beside_the_step(fit, centre, extent, across, cover, min_view)
     return in_view >= min_view and table is not None and table <= clear and evidence - table > contrast
 
 
@@ -931,7 +930,7 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
 
     A long wall standing out over the castle's edge is often seen by the pixel models at half certainty: its
     far half's evidence a little under nil, the plain table around it surely table (an oak table's lone wall
-    at 71 degrees, unseen58 h553855_048: evidence -0.08, grey probability about 0.45 all along it). Such a
+    at 71 degrees, unseen58 h553855_048: evidence -0.08, grey probability about 0.5 all along it). Such a
     half counts as shown where it stands WALL_CONTRAST above the table strips beside it and the lower strip in
     view is plainly table (evidence CLEAR_TABLE or less; _stands_out_on_clear_table), on the pass held to the
     count (its evidence is still below nil): on unseen54's last pass (100 development photos, session 72) 12 of
@@ -978,11 +977,11 @@ def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.3
         by_its_tower = start not in towers and far in towers and ends.get(start) == [(-dx, -dy)]
         if half is None or not (start in towers or by_its_tower):
             continue
-        evidence, in_view = (0.0, 0.0) if cover is None else _evidence_nearby(
-            fit, (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), d.wall_h, cover, (abs(dy), abs(dx)), min_view)
+        centre, extent, across = (x - dx * reach, y - dy * reach), d.wall_extent(dx != 0, reach), (abs(dy), abs(dx))
+        evidence, in_view = (0.0, 0.0) if cover is None else _evidence_nearby(fit, centre, extent, d.wall_h, cover, across, min_view)
         open_far = _ends_free(ends.get(far, []), (dx, dy))
-        plastic = evidence > 0 or (as_counted and _stands_out_on_clear_table(fit, (x - dx * reach, y - dy * reach), (dx, dy), reach,
-                                                                          cover, min_view))
+        plastic = evidence > 0 or (as_counted and cover is not None
+                                   and _stands_out_on_clear_table(fit, centre, extent, across, cover, min_view))
         if in_view >= min_view and plastic and (far in towers or open_far):
             seen.append((-evidence, half, end, far))
         elif margin[half] > max_doubt or by_its_tower:

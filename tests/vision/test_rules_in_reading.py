@@ -190,6 +190,11 @@ def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
     castle, _ = build_castle(fit, [])
     assert [w.length for w in castle.walls] == [2]
     assert [n["rule"] for n in notes] == ["G3"] and "[1, 0]" in notes[0]["message"]
+    # The pass held to the count, with no pixel evidence to judge a table strip by, leaves it to the count: the
+    # boxes still hold short walls the reading has not used, so it stays a short wall.
+    fit = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.1)})
+    assert complete_long_walls(fit, [], as_counted=True) == []
+    assert [w.length for w in build_castle(fit, [])[0].walls] == [1]
 
 
 def test_walls_stopping_free_are_completed_only_while_short_walls_outnumber_the_boxes():
