@@ -884,6 +884,26 @@ def test_a_hidden_wall_is_not_read_where_the_rules_or_the_photo_say_it_is_not_th
     assert join_hidden_walls(fit, [_red_keep_at((0.5, 0.5))]) == [] and not fit.decision.active[-1]
 
 
+def test_the_rules_take_out_a_hidden_wall_only_where_the_castle_has_a_wall_to_spare():
+    # The view hides the wall between two neighbouring towers and the fit read it present; it closes a
+    # courtyard no keep claims (C7). Taking the wall out mends that where the castle has more walls than its
+    # box holds; where it has none to spare (a wall missed elsewhere, a keep missed in the courtyard), the
+    # wall stays and C7 is left to refuse the reading.
+    from vision.pipeline import resolve_with_rules
+
+    def resolved(short_walls_elsewhere: int) -> Fit:
+        fit = _square_with_hidden_wall(0.0)
+        fit.decision.active[-1] = True
+        fit = _with_pieces_elsewhere(fit, 28, 26, short_walls_elsewhere)
+        resolve_with_rules(fit, [])
+        return fit
+
+    hidden = 7  # the square's hidden wall, before the pieces elsewhere
+    assert resolved(25).decision.active[hidden]  # its 4 walls and 25 elsewhere: one short of the box's 30
+    assert resolved(26).decision.active[hidden]  # all 30
+    assert not resolved(27).decision.active[hidden]  # one short wall more than the box holds
+
+
 def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
     from vision.keeps import heights_from_size
     from vision.pipeline import HEIGHT_DOUBT, KEEP_DOUBT, keeps_factor
