@@ -1236,9 +1236,9 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     # Such a wall leaves the weakest pieces tried without letting a stronger one in: a wall that rule steps put
     # there would be read present unmarked, and its castle's count would vouch for it (a wall of unseen62's
     # h554255_015 read so in the wrong place was answered at 0.85).
+    weakest = [i for i in np.argsort(m) if m[i] < PIECE_MARGIN and len(fit.elements[i].idx) > 0][:max_ambiguous]
     cover, towers = fit.cover(), _decided_towers(fit)
-    cand = [i for i in [i for i in np.argsort(m) if m[i] < PIECE_MARGIN and len(fit.elements[i].idx) > 0][:max_ambiguous]
-            if spare_walls or not (fit.decision.active[i] and _hidden_between_towers(fit, i, cover, towers))]
+    cand = [i for i in weakest if spare_walls or not (fit.decision.active[i] and _hidden_between_towers(fit, i, cover, towers))]
     best = (base, 0.0, ())
     for r in (1, 2):
         for combo in itertools.combinations(cand, r):
