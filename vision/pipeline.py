@@ -619,7 +619,11 @@ def drop_walls_across_long_walls(fit: Fit, keeps: list[FoundKeep]) -> list[dict]
                                  f"{list(end)}, where no tower can stand: read as absent (check it on the table)"})
 
 
-def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) -> list[dict]:
+# The most of a wall's silhouette outside the other decided pieces' for the view to hide it (join_hidden_walls).
+HIDDEN_WALL_FREE = 0.15
+
+
+def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = HIDDEN_WALL_FREE) -> list[dict]:
     """Walls between two neighbouring towers that the view hides entirely are read as present.
 
     Seen obliquely along a wall between two towers, the near tower's lean covers the gap in the
@@ -654,7 +658,7 @@ def join_hidden_walls(fit: Fit, keeps: list[FoundKeep], max_free: float = 0.15) 
                         f"and were read as present, as neighbouring towers nearly always are joined: {where}"}]
 
 
-def _hidden_between_towers(fit: Fit, i: int, cover: np.ndarray, towers: set, max_free: float = 0.15) -> bool:
+def _hidden_between_towers(fit: Fit, i: int, cover: np.ndarray, towers: set, max_free: float = HIDDEN_WALL_FREE) -> bool:
     """Element `i` is a wall between two decided towers with at most `max_free` of its silhouette outside the
     other decided pieces' (`cover`, from fit.cover()): the view hides it, so the photo cannot say whether it stands."""
     el = fit.elements[i]
@@ -662,6 +666,15 @@ def _hidden_between_towers(fit: Fit, i: int, cover: np.ndarray, towers: set, max
         return False
     others = cover[el.idx] - (1 if fit.decision.active[i] else 0)
     return float(np.mean(others == 0)) <= max_free
+
+
+def _wall_and_table(fit: Fit, centre: tuple[float, float], extent: tuple[float, float], across: tuple[int, int],
+                    cover: np.ndarray, min_view: float) -> tuple[float, float, float | None]:
+    """A wall's box (`centre`, half `extent`) as the photo shows it: its mean evidence and share in view
+    (Fit.evidence_in_view), and the lower table strip beside it (_beside_the_step; None when either is out of view)."""
+    evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
+    table = _beside_the_step(fit, centre, extent, across, cover, min_view) if in_view >= min_view else None
+    return evidence, in_view, table
 
 
 def _beside_the_step(fit: Fit, centre: tuple[float, float], extent: tuple[float, float], across: tuple[int, int],
@@ -767,10 +780,9 @@ def _faint_walls_from_towers(fit: Fit, towers: set, min_evidence: float, min_vie
         if end in ends and end not in towers:
             continue  # (a wall there would join wall to wall: G1; a long wall's middle is such a point)
         centre, extent = _wall_as_it_stands(fit, start, end)
-        evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
+        evidence, in_view, table = _wall_and_table(fit, centre, extent, (end[1] - start[1], end[0] - start[0]), cover, min_view)
         if in_view < min_view:
             continue
-        table = _beside_the_step(fit, centre, extent, (end[1] - start[1], end[0] - start[0]), cover, min_view)
         contrast = evidence - table if table is not None else None
         if evidence > min_evidence or (contrast is not None and contrast > min_contrast):
             seen.append((-(contrast if contrast is not None else evidence), i, start, end))
@@ -904,9 +916,8 @@ def _stands_out_on_clear_table(fit: Fit, centre: tuple[float, float], extent: tu
     """A wall's box (`centre`, half `extent`) shows plastic `contrast` above the table strips `across` it, and the
     lower of those in view (_beside_the_step) is plainly table (evidence at most `clear`): a long wall's lone far
     half standing out over the castle's edge, which the pixel models see at half certainty (see complete_long_walls)."""
-    evidence, in_view = fit.evidence_in_view(centre, extent, fit.dims.wall_h, cover)
-    table = _beside_the_step(fit, centre, extent, across, cover, min_view)
-    return in_view >= min_view and table is not None and table <= clear and evidence - table > contrast
+    evidence, _, table = _wall_and_table(fit, centre, extent, across, cover, min_view)
+    return table is not None and table <= clear and evidence - table > contrast
 
 
 def complete_long_walls(fit: Fit, keeps: list[FoundKeep], max_doubt: float = 0.35, min_view: float = 0.25, *,
@@ -1227,18 +1238,19 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     m = np.abs(fit.decision.margin)
     # A wall the view hides between neighbouring towers has no evidence (margin about nil), so it is the first
     # flipped, yet such towers nearly always are joined: taking it out is right where the castle has a wall
-    # more than its boxes hold, and hides the real misread (a keep, say) where it has none to spare. On unseen55-60
-    # (600 development photos) keeping such walls whenever they were flipped made 46 photos better and 49 worse, 4
-    # fewer read with every grey piece right; kept only without a wall to spare, as below, on unseen55-62 (800):
-    # grey-piece errors 39,394 -> 39,340 (78 photos better, 35 worse), 2 more answered (31, all right), none lost.
+    # more than its boxes hold, and hides the real misread (a keep, say) where it has none to spare. On unseen55,
+    # 56, 58 and 59 (400 development photos) keeping such walls whenever they were flipped made 46 photos better and
+    # 49 worse, 4 fewer read with every grey piece right; kept only without a wall to spare, as below, on
+    # unseen55-62 (800): grey-piece errors 39,394 -> 39,340 (78 photos better, 35 worse), 2 more answered (31, all
+    # right), none lost.
+    cand = [i for i in np.argsort(m) if m[i] < PIECE_MARGIN and len(fit.elements[i].idx) > 0][:max_ambiguous]
     left = castle.pieces_left()
-    spare_walls = left["short walls"] + 2 * left["long walls"] < 0  # (in lattice steps of wall)
-    # Such a wall leaves the weakest pieces tried without letting a stronger one in: a wall that rule steps put
-    # there would be read present unmarked, and its castle's count would vouch for it (a wall of unseen62's
-    # h554255_015 read so in the wrong place was answered at 0.85).
-    weakest = [i for i in np.argsort(m) if m[i] < PIECE_MARGIN and len(fit.elements[i].idx) > 0][:max_ambiguous]
-    cover, towers = fit.cover(), _decided_towers(fit)
-    cand = [i for i in weakest if spare_walls or not (fit.decision.active[i] and _hidden_between_towers(fit, i, cover, towers))]
+    if left["short walls"] + 2 * left["long walls"] >= 0:  # no wall to spare (in lattice steps of wall)
+        # Such a wall leaves the weakest pieces tried without letting a stronger one in: a wall that rule steps put
+        # there would be read present unmarked, and its castle's count would vouch for it (a wall of unseen62's
+        # h554255_015 read so in the wrong place was answered at 0.85).
+        cover, towers = fit.cover(), _decided_towers(fit)
+        cand = [i for i in cand if not (fit.decision.active[i] and _hidden_between_towers(fit, i, cover, towers))]
     best = (base, 0.0, ())
     for r in (1, 2):
         for combo in itertools.combinations(cand, r):

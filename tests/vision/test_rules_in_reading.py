@@ -891,17 +891,16 @@ def test_the_rules_take_out_a_hidden_wall_only_where_the_castle_has_a_wall_to_sp
     # wall stays and C7 is left to refuse the reading.
     from vision.pipeline import resolve_with_rules
 
-    def resolved(short_walls_elsewhere: int) -> Fit:
+    def hidden_wall_stays(short_walls_elsewhere: int) -> bool:
         fit = _square_with_hidden_wall(0.0)
         fit.decision.active[-1] = True
         fit = _with_pieces_elsewhere(fit, 28, 26, short_walls_elsewhere)
         resolve_with_rules(fit, [])
-        return fit
+        return bool(fit.decision.active[_index(fit, ((0, 1), (1, 1)))])
 
-    hidden = 7  # the square's hidden wall, before the pieces elsewhere
-    assert resolved(25).decision.active[hidden]  # its 4 walls and 25 elsewhere: one short of the box's 30
-    assert resolved(26).decision.active[hidden]  # all 30
-    assert not resolved(27).decision.active[hidden]  # one short wall more than the box holds
+    assert hidden_wall_stays(25)  # its 4 walls and 25 elsewhere: one short of the box's 30
+    assert hidden_wall_stays(26)  # all 30
+    assert not hidden_wall_stays(27)  # one short wall more than the box holds
 
 
 def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
