@@ -516,29 +516,47 @@ def add_required_towers(fit: Fit, max_doubt: float = 0.35) -> list[dict]:
     return notes
 
 
-def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
-    """A tower whose pixels favour it at the free end of a decided wall is read as present, while the
-    boxes in play have towers the castle does not use (a finished game uses them all), most favoured
-    first.
+def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep], max_margin: float = 0.0, max_missing: int = 4) -> list[dict]:
+    """A tower at the free end of a decided wall is read as present while the boxes in play have towers the
+    castle does not use (a finished game uses them all), most favoured first: one whose pixels favour it,
+    and with `max_margin` above nil, in a castle at most `max_missing` towers short, one the photo barely
+    rules out (margin under it).
 
     The decision charges every piece a small cost per pixel (reconstruct.icm's prior), so a tower seen
     only in part, its sides in shade at the castle's edge, can stay out although its pixels speak for
     it. At a wall's free end a tower is what the rules expect (G1, G4): on the 100 photos of dev
     unseen19a with the lattice right, such towers (evidence for them, margin under 0) stood there 19
     times of 22, against 13 of 30 for the ones the evidence barely ruled out (margin 0 to 0.1), which
-    stay out. Without the count, on dev unseen20 they added more wrong towers than right ones."""
+    stay out on the first pass. Without the count, on dev unseen20 they added more wrong towers than right ones.
+    Once the walls' count is the castle's (settle_with_the_counts) the count picks among those too: a tower a
+    wall's end plainly shows can be ruled out by its pixels where the wall's box, drawn over the whole
+    lattice step, already explains its top (unseen55 h553555_017, a tower on a stub wall's end seen from
+    84 degrees, margin 0.26). Over unseen55-60's last rule step (511 development readings at 35-90 degrees,
+    session 74), of the free-end towers under 0.1 that a reading short of towers would take so, weakest first
+    up to the count, 32 of 40 stood there in castles at most four towers short, 57 of 102 in castles shorter
+    (there the lattice or much else is often wrong: on unseen55-56, taken there too, such readings lost 2 to 5
+    more pieces each). A tower taken against the photo is read for the count (Fit.counted_against_photo):
+    uncertain in the confidence, and the exact count no longer vouches for the reading."""
+    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
+    if short <= 0:
+        return []
+    limit = max_margin if short <= max_missing else min(max_margin, 0.0)
     tower_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "tower"}
     favoured = []
     for point, dirs in _wall_directions(fit).items():
         i = tower_at.get(point) if len(dirs) == 1 else None
-        if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < 0:
+        if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < limit:
             favoured.append((float(fit.decision.margin[i]), point, i))
-    if not favoured:
-        return []
-    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
     notes = []
-    for _, point, i in sorted(favoured)[:max(0, short)]:
+    for m, point, i in sorted(favoured)[:short]:
         fit.decision.active[i] = True
+        if m >= 0:
+            fit.decision.margin[i] = 0.0
+            fit.counted_against_photo.add(i)
+            notes.append({"rule": "components", "severity": "notice",
+                          "message": f"the castle is short of towers; the tower at {list(point)}, where a wall ends and "
+                                     "which the photo does not clearly rule out, was read as present"})
+            continue
         notes.append({"rule": "G1", "severity": "notice",
                       "message": f"a wall ends at {list(point)} and the photo shows a little more for a tower there "
                                  "than against one; read as present"})
@@ -1271,10 +1289,15 @@ def resolve_with_rules(fit: Fit, keeps: list[FoundKeep], max_ambiguous: int = 6)
     return notes
 
 
+# Once the walls' count is the castle's, a tower at a wall's free end that the photo rules out by less than this
+# margin is read as present while the boxes' count asks for towers (add_towers_at_free_ends).
+FREE_END_TOWER_DOUBT = 0.1
+
+
 def settle_with_the_counts(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     """The rule steps taken once more after resolve_with_rules, on the castle's walls as they now stand:
-    open joints told from long walls, walls ending under a long wall's middle, long walls' far halves
-    and surplus towers as the boxes' counts say, and short walls the counts miss.
+    open joints told from long walls, walls ending under a long wall's middle, long walls' far halves,
+    surplus towers and towers at walls' free ends as the boxes' counts say, and short walls the counts miss.
 
     The towers' count is settled again after the walls' (remove_excess_towers): the last steps can leave
     a surplus tower in a straight run of walls the first pass did not see as one. On dev27 and dev28
@@ -1283,6 +1306,7 @@ def settle_with_the_counts(fit: Fit, keeps: list[FoundKeep]) -> list[dict]:
     notes += drop_walls_across_long_walls(fit, keeps)
     notes += complete_long_walls(fit, keeps, as_counted=True)
     notes += remove_excess_towers(fit, keeps)
+    notes += add_towers_at_free_ends(fit, keeps, max_margin=FREE_END_TOWER_DOUBT)
     notes += add_walls_the_counts_miss(fit, keeps)
     return notes
 

@@ -761,6 +761,31 @@ def test_the_last_rule_steps_settle_the_towers_count_too():
     assert any("[7, 0]" in n["message"] for n in notes)
 
 
+def test_after_the_rule_steps_a_tower_barely_ruled_out_at_a_walls_free_end_is_read_for_the_count():
+    from vision.pipeline import settle_with_the_counts
+
+    # Two walls from the tower at (0, 0) end free at (1, 0) and (0, 1). The photo barely rules out a tower
+    # at (1, 0) (the wall's box, drawn to the lattice point, already explains its top) and clearly one at
+    # (0, 1). With `others` more towers standing elsewhere, the castle is 32 - 1 - others towers short.
+    towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.05), (0, 1): (False, 0.5)}
+    walls = [((0, 0), (1, 0)), ((0, 0), (0, 1))]
+
+    def settled(others: int):
+        fit = _fit(towers | {(10 + k, 10): (True, 0.9) for k in range(others)}, walls)
+        return fit, settle_with_the_counts(fit, [])
+
+    fit, notes = settled(29)  # two towers short
+    assert list(fit.decision.active[:3]) == [True, True, False]
+    # Read for the count against the photo: uncertain, and the count no longer vouches for the reading.
+    assert fit.counted_against_photo == {1} and fit.decision.margin[1] == 0.0
+    assert any("short of towers" in n["message"] and "[1, 0]" in n["message"] for n in notes)
+    # With every tower of the box in the castle, or a castle many towers short (likelier misread as a
+    # whole), none is read against the photo.
+    for others in (31, 10):
+        fit, _ = settled(others)
+        assert not fit.decision.active[1] and not fit.counted_against_photo
+
+
 def _assess_with_a_piece_beyond_the_edge(region, grey=None):
     from types import SimpleNamespace
 
