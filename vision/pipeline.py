@@ -534,7 +534,7 @@ def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep], max_margin: float 
     84 degrees, margin 0.26). Over unseen55-60's last rule step (511 development readings at 35-90 degrees,
     session 74), of the free-end towers under 0.1 that a reading short of towers would take so, weakest first
     up to the count, 32 of 40 stood there in castles at most four towers short, 57 of 102 in castles shorter
-    (there the lattice or much else is often wrong: on unseen55-56, taken there too, such readings lost 2 to 5
+    (there the lattice or much else is often wrong: on unseen55-57, taken there too, such readings lost 1 to 5
     more pieces each). A tower taken against the photo is read for the count (Fit.counted_against_photo):
     uncertain in the confidence, and the exact count no longer vouches for the reading."""
     short = build_castle(fit, keeps)[0].pieces_left()["towers"]
