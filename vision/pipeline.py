@@ -537,30 +537,37 @@ def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep], max_margin: float 
     (there the lattice or much else is often wrong: on unseen55-57, taken there too, such readings lost 1 to 5
     more pieces each). A tower taken against the photo is read for the count (Fit.counted_against_photo):
     uncertain in the confidence, and the exact count no longer vouches for the reading."""
-    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
-    if short <= 0:
-        return []
-    limit = max_margin if short <= max_missing else min(max_margin, 0.0)
     tower_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "tower"}
     favoured = []
     for point, dirs in _wall_directions(fit).items():
         i = tower_at.get(point) if len(dirs) == 1 else None
-        if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < limit:
+        if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < max_margin:
             favoured.append((float(fit.decision.margin[i]), point, i))
+    if not favoured:
+        return []
+    short = build_castle(fit, keeps)[0].pieces_left()["towers"]
+    if short > max_missing:
+        favoured = [f for f in favoured if f[0] < 0]
     notes = []
-    for m, point, i in sorted(favoured)[:short]:
-        fit.decision.active[i] = True
+    for m, point, i in sorted(favoured)[:max(0, short)]:
         if m >= 0:
-            fit.decision.margin[i] = 0.0
-            fit.counted_against_photo.add(i)
+            _read_for_the_count(fit, i)
             notes.append({"rule": "components", "severity": "notice",
                           "message": f"the castle is short of towers; the tower at {list(point)}, where a wall ends and "
                                      "which the photo does not clearly rule out, was read as present"})
-            continue
-        notes.append({"rule": "G1", "severity": "notice",
-                      "message": f"a wall ends at {list(point)} and the photo shows a little more for a tower there "
-                                 "than against one; read as present"})
+        else:
+            fit.decision.active[i] = True
+            notes.append({"rule": "G1", "severity": "notice",
+                          "message": f"a wall ends at {list(point)} and the photo shows a little more for a tower there "
+                                     "than against one; read as present"})
     return notes
+
+
+def _read_for_the_count(fit: Fit, i: int) -> None:
+    """Element `i` read as present because the boxes' count asks for it, against what the photo shows: uncertain
+    in the confidence (margin nil), and the reading's exact count no longer vouches for it (Fit.counted_against_photo)."""
+    fit.decision.active[i], fit.decision.margin[i] = True, 0.0
+    fit.counted_against_photo.add(i)
 
 
 def drop_walls_at_blocked_ends(fit: Fit, barely: float = PIECE_MARGIN) -> list[dict]:
@@ -896,8 +903,7 @@ def _walls_the_count_asks_for(fit: Fit, keeps: list[FoundKeep], towers: set, max
             break
         base, _, i = min(allowed)
         missing -= 1
-        active[i], margin[i] = True, 0.0
-        fit.counted_against_photo.add(i)
+        _read_for_the_count(fit, i)
         el = fit.elements[i]
         notes.append({"rule": "components", "severity": "notice",
                       "message": f"the castle is short of walls; the wall from {list(el.key[0])} to {list(el.key[1])}, "
