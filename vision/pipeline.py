@@ -531,25 +531,27 @@ def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep], max_margin: float 
     Once the walls' count is the castle's (settle_with_the_counts) the count picks among those too: a tower a
     wall's end plainly shows can be ruled out by its pixels where the wall's box, drawn over the whole
     lattice step, already explains its top (unseen55 h553555_017, a tower on a stub wall's end seen from
-    84 degrees, margin 0.26). Over unseen55-60's last rule step (511 development readings at 35-90 degrees,
-    session 74), of the free-end towers under 0.1 that a reading short of towers would take so, weakest first
-    up to the count, 32 of 40 stood there in castles at most four towers short, 57 of 102 in castles shorter
+    84 degrees, margin 0.26). (Drawing walls' boxes between tower faces in the decision itself, the general
+    remedy, was tried in session 7 and dropped: where a long wall's middle was left unexplained the decision took
+    towers there, tower precision at 35-70 degrees .933 -> .870 with the renders' true masks.) Over unseen55-60's
+    last rule step (511 development readings at 35-90 degrees, session 74), of the free-end towers under 0.1
+    that a reading short of towers would take so, weakest first up to the count, 32 of 40 stood there in castles at most four towers short, 57 of 102 in castles shorter
     (there the lattice or much else is often wrong: on unseen55-57, taken there too, such readings lost 1 to 5
     more pieces each). A tower taken against the photo is read for the count (Fit.counted_against_photo):
     uncertain in the confidence, and the exact count no longer vouches for the reading."""
     tower_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "tower"}
-    favoured = []
+    candidates = []
     for point, dirs in _wall_directions(fit).items():
         i = tower_at.get(point) if len(dirs) == 1 else None
         if i is not None and not fit.decision.active[i] and fit.decision.margin[i] < max_margin:
-            favoured.append((float(fit.decision.margin[i]), point, i))
-    if not favoured:
+            candidates.append((float(fit.decision.margin[i]), point, i))
+    if not candidates:
         return []
     short = build_castle(fit, keeps)[0].pieces_left()["towers"]
     if short > max_missing:
-        favoured = [f for f in favoured if f[0] < 0]
+        candidates = [c for c in candidates if c[0] < 0]  # only those its pixels favour
     notes = []
-    for m, point, i in sorted(favoured)[:max(0, short)]:
+    for m, point, i in sorted(candidates)[:max(0, short)]:
         if m >= 0:
             _read_for_the_count(fit, i)
             notes.append({"rule": "components", "severity": "notice",
