@@ -177,10 +177,11 @@ def run_pieces(args: argparse.Namespace) -> int:
     if len(args.photos) == 1:
         # Held-out renders of session 69: grey heights from one photo over 1 mm off 20 times of 36 on one
         # set and 6 of 39 on another (at most 2.03 mm); from three photos 31 of 34 within 1 mm, the three
-        # others where only one or two of the photos were measured.
-        print("  tip: from one photo a grey piece's height can be 1-2 mm off (a piece standing a little "
-              "further away and lower looks much the same); two more photos of the same pieces from other "
-              "sides of the mat pin it")
+        # others where only one or two of the photos were measured. Session 76's: 6 of 32 (a camera profile),
+        # one photo's walls 3.8 mm low (82 degrees up, motion blur), -0.4 mm with its set's two other photos.
+        print("  tip: from one photo a grey piece's height can be 1-2 mm off, at times more (a piece standing "
+              "a little further away and lower looks much the same); two more photos of the same pieces from "
+              "other sides of the mat pin it")
     for note in notes:
         print(f"  note: {note}")
     return EXIT_OK
