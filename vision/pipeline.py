@@ -535,10 +535,11 @@ def add_towers_at_free_ends(fit: Fit, keeps: list[FoundKeep], max_margin: float 
     remedy, was tried in session 7 and dropped: where a long wall's middle was left unexplained the decision took
     towers there, tower precision at 35-70 degrees .933 -> .870 with the renders' true masks.) Over unseen55-60's
     last rule step (511 development readings at 35-90 degrees, session 74), of the free-end towers under 0.1
-    that a reading short of towers would take so, weakest first up to the count, 32 of 40 stood there in castles at most four towers short, 57 of 102 in castles shorter
-    (there the lattice or much else is often wrong: on unseen55-57, taken there too, such readings lost 1 to 5
-    more pieces each). A tower taken against the photo is read for the count (Fit.counted_against_photo):
-    uncertain in the confidence, and the exact count no longer vouches for the reading."""
+    that a reading short of towers would take so, weakest first up to the count, 32 of 40 stood there in
+    castles at most four towers short, 57 of 102 in castles shorter (there the lattice or much else is often
+    wrong: on unseen55-57, taken there too, such readings lost 1 to 5 more pieces each). A tower taken against
+    the photo is read for the count (Fit.counted_against_photo): uncertain in the confidence, and the exact
+    count no longer vouches for the reading."""
     tower_at = {el.key: i for i, el in enumerate(fit.elements) if el.kind == "tower"}
     candidates = []
     for point, dirs in _wall_directions(fit).items():
