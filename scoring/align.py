@@ -56,19 +56,28 @@ def _anchors(castle: Castle) -> list[Point]:
     return sorted(set(castle.towers)) or sorted({p for w in castle.walls for p in w.ends})
 
 
+def _keeps_matched(moved: Castle, after: Castle, near: float = 0.5) -> int:
+    """How many of `moved`'s keeps stand within `near` of a keep of `after` of the same colour and height
+    (read from photos, keeps stand anywhere in their courtyard, not on the lattice)."""
+    return sum(any(k.colour == a.colour and k.double == a.double and
+                   max(abs(k.at[0] - a.at[0]), abs(k.at[1] - a.at[1])) <= near for a in after.keeps)
+               for k in moved.keeps)
+
+
 def align(before: Castle, after: Castle) -> Alignment:
     """The alignment that carries `before` onto `after` with the most of its anchor points matched.
 
     Towers vote for the offset under each symmetry; ties go to the identity, then to the alignment
-    that also matches the most walls."""
+    that also matches the most walls, then the most keeps (a symmetric ring of walls is told apart by
+    the keeps inside it)."""
     src, dst = _anchors(before), _anchors(after)
     if not src or not dst:
         return Alignment()
     dst_set = set(dst)
-    if all(p in dst_set for p in src):
+    if all(p in dst_set for p in src) and _keeps_matched(before, after) == len(before.keeps):
         return Alignment()  # already in one frame (the usual case for typed castles)
     after_walls = set(after.walls)
-    best, best_key = Alignment(), (-1, -1)
+    best, best_key = Alignment(), (-1, -1, -1)
     for turns, mirrored in SYMMETRIES:
         turned = Alignment(turns, mirrored)
         moved = [tuple(int(v) for v in turned.map(p)) for p in src]
@@ -79,7 +88,7 @@ def align(before: Castle, after: Castle) -> Alignment:
                 continue
             candidate = Alignment(turns, mirrored, offset)
             walls = sum(1 for w in candidate.apply(Castle(walls=before.walls)).walls if w in after_walls)
-            key = (n, walls)
+            key = (n, walls, _keeps_matched(candidate.apply(Castle(keeps=before.keeps)), after))
             if key > best_key:
                 best, best_key = candidate, key
     return best

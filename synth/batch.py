@@ -24,13 +24,15 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
                spp: int = 16, prefix: str = "photo", masks: bool = True, progress: bool = True,
                overrides: dict[str, Any] | None = None,
                on_photo: Callable[[int, Path, dict[str, Any]], None] | None = None,
-               min_elevation: float | None = None) -> list[Path]:
+               min_elevation: float | None = None, view: int = 0) -> list[Path]:
     """Render `count` photos into `out_dir` as PREFIX_NNN.jpg + .json (+ _mask.png); returns the paths.
     With `min_elevation`, only the photos whose camera is drawn at least that many degrees above the table
-    are rendered; the others are skipped, so each photo keeps the seed and name it has in the whole set."""
+    are rendered; the others are skipped, so each photo keeps the seed and name it has in the whole set.
+    With `view` K > 0, each scene is photographed again from another camera (synth.conditions.another_view),
+    as PREFIX_NNN_vK.jpg: the same castles as view 0's photos, for reading several photos of one castle."""
     from scoring.generate import random_finished_castle
 
-    from synth.conditions import draw_conditions
+    from synth.conditions import another_view, draw_conditions
     from synth.render import render_jpeg, save_photo
 
     if count < 1:
@@ -47,16 +49,19 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
     try:
         for i in range(count):
             seed = first_seed + i
-            if min_elevation is not None and draw_conditions(seed, overrides).elevation_deg < min_elevation:
+            scene_overrides = {**another_view(seed, view), **(overrides or {})}
+            if min_elevation is not None and draw_conditions(seed, scene_overrides).elevation_deg < min_elevation:
                 if bar is not None:
                     bar.update(1)
                 continue
             castle = random_finished_castle(seed, players_for(i))
-            jpeg, truth, labels = render_jpeg(castle, seed, width, height, spp, overrides)
-            path = save_photo(out / f"{prefix}_{i:03d}.jpg", jpeg, truth, labels if masks else None)
+            jpeg, truth, labels = render_jpeg(castle, seed, width, height, spp, scene_overrides)
+            truth["view"] = view
+            name = f"{prefix}_{i:03d}" + (f"_v{view}" if view else "")
+            path = save_photo(out / f"{name}.jpg", jpeg, truth, labels if masks else None)
             paths.append(path)
             c = truth["conditions"]
-            index.append({"image": path.name, "truth": path.with_suffix(".json").name, "seed": seed,
+            index.append({"image": path.name, "truth": path.with_suffix(".json").name, "seed": seed, "view": view,
                           "players": len(truth["castle"].get("players") or players_for(i)),
                           "double_keeps": sum(1 for k in truth["castle"]["keeps"] if k.get("double")),
                           "elevation_deg": c["elevation_deg"], "light_kind": c["light_kind"],

@@ -185,6 +185,29 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     return c
 
 
+# What changes when the same scene is photographed again: where the camera stands and how it is held.
+CAMERA_FIELDS = ("elevation_deg", "azimuth_deg", "roll_deg", "focal_mm", "margin", "target_offset")
+
+
+def another_view(seed: int, view: int) -> dict[str, Any]:
+    """Overrides for draw_conditions that photograph scene `seed` again, as a player would who walks round
+    the table and takes a second photo: the same castle, table, pieces and lights, a camera drawn afresh
+    (from the same ranges as the first, from its own stream). View 0 is the scene's own photo ({})."""
+    if view < 0:
+        raise ValueError(f"view must be 0 or more, got {view}")
+    if view == 0:
+        return {}
+    first = draw_conditions(seed)
+    rng = np.random.default_rng([seed, 0x71E0, view])
+    elevation = float(rng.uniform(35, 90) if rng.random() < 0.85 else rng.uniform(25, 35))
+    return {"elevation_deg": elevation, "azimuth_deg": float(rng.uniform(0, 360)),
+            "roll_deg": float(rng.normal(0, 3)),
+            # the same phone: its lens, or its other lens
+            "focal_mm": first.focal_mm if rng.random() < 0.7 else float(rng.choice([24, 26, 28, 48, 52]) * rng.uniform(0.97, 1.03)),
+            "margin": float(rng.uniform(0.03, 0.18)),
+            "target_offset": (float(rng.uniform(-0.06, 0.06)), float(rng.uniform(-0.06, 0.06)))}
+
+
 def colour_temperature_rgb(kelvin: float) -> np.ndarray:
     """Linear RGB of a black body at `kelvin`, normalised to luminance 1 (Tanner Helland's fit)."""
     t = np.clip(kelvin, 1000, 40000) / 100

@@ -55,8 +55,10 @@ def guess_hint(result: dict) -> str:
             "correct it and score it with castellan score CASTLE.json, or in the web app.")
 
 
-def score_photo(args: argparse.Namespace, data: bytes) -> int:
-    from vision import PhotoError, read_photo
+def score_photo(args: argparse.Namespace, data: list[bytes]) -> int:
+    """Score one photo, or several photos of one castle read together (vision.several_photos)."""
+    from vision import PhotoError
+    from vision.several_photos import read_photos
 
     profile = None
     if getattr(args, "profile", None):
@@ -68,9 +70,10 @@ def score_photo(args: argparse.Namespace, data: bytes) -> int:
             print(f"castellan score: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
     try:
-        reading = read_photo(data, profile=profile, debug_dir=args.debug)
+        reading = read_photos(data, profile=profile, debug_dir=args.debug)
     except PhotoError as e:
-        print(f"castellan score: {args.file}: {e}", file=sys.stderr)
+        where = args.file if len(data) == 1 else ", ".join(args.files)
+        print(f"castellan score: {where}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     overlay_path = _overlay_path(args)
     try:
@@ -95,7 +98,7 @@ def score_photo(args: argparse.Namespace, data: bytes) -> int:
             notes = reader_notes(reading.findings)
             if notes:
                 print("\n" + notes)
-            print(f"\nRead from the photo with confidence {reading.confidence:.2f} "
+            print(f"\nRead from the photo{'s' if len(data) > 1 else ''} with confidence {reading.confidence:.2f} "
                   f"in {sum(reading.timings.values()):.2f} s")
         if overlay_path:
             print(f"Overlay: {overlay_path}")

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--min-elevation", type=float, metavar="DEG",
                    help="render only the photos whose camera is at least DEG degrees above the table (the others "
                         "are skipped; each photo keeps its seed and name)")
+    p.add_argument("--view", type=int, default=0, metavar="K",
+                   help="photograph each scene again from another camera (K = 1, 2, ...), as PREFIX_NNN_vK.jpg: "
+                        "the same castles, tables and lights as the photos rendered without it")
     p.add_argument("--no-masks", action="store_true", help="do not write the piece masks")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -37,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if args.min_elevation is not None and not 0 <= args.min_elevation <= 90:
         print(f"castellan synth: --min-elevation {args.min_elevation:g} is not an angle above the table; use 0 to 90",
               file=sys.stderr)
+        return 2
+    if not 0 <= args.view <= 99:
+        print(f"castellan synth: --view {args.view} is out of range; use 0 (the scene's own photo) to 99", file=sys.stderr)
         return 2
     problem = render_size_problem(args.width, args.height, args.spp)
     if problem:
@@ -51,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         paths = synthesize(args.count, args.out, first_seed=args.seed, width=args.width, height=args.height,
                            spp=args.spp, prefix=args.prefix, masks=not args.no_masks, progress=not args.quiet,
-                           min_elevation=args.min_elevation)
+                           min_elevation=args.min_elevation, view=args.view)
     except RendererUnavailable as e:
         print(f"castellan synth: {e}", file=sys.stderr)
         return 1

@@ -83,3 +83,18 @@ def test_synth_renders_only_the_photos_taken_from_high_enough_up(tmp_path):
     assert [(e["image"], e["seed"]) for e in index] == [(f"photo_{i:03d}.jpg", 20 + i) for i in high]
     assert all(e["elevation_deg"] >= 60 for e in index)
     assert main(["synth", "--count", "1", "--out", str(out), "--min-elevation", "95"]) == 2
+
+
+def test_synth_photographs_the_same_scenes_again_from_another_camera(tmp_path):
+    first, again = tmp_path / "first", tmp_path / "again"
+    for out, view in ((first, []), (again, ["--view", "1"])):
+        assert main(["synth", "--count", "2", "--seed", "30", "--out", str(out), "--width", "160", "--height", "120",
+                     "--spp", "1", "--quiet", "--no-masks", *view]) == 0
+    for i in range(2):
+        a = json.loads((first / f"photo_{i:03d}.json").read_text())
+        b = json.loads((again / f"photo_{i:03d}_v1.json").read_text())
+        # The same castle on the same table under the same lights, seen by another camera.
+        assert a["castle"] == b["castle"] and b["view"] == 1
+        assert a["conditions"]["table"] == b["conditions"]["table"] and a["conditions"]["seed"] == b["conditions"]["seed"]
+        assert a["conditions"]["azimuth_deg"] != b["conditions"]["azimuth_deg"]
+    assert main(["synth", "--count", "1", "--out", str(again), "--view", "-1"]) == 2
