@@ -24,12 +24,14 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
                spp: int = 16, prefix: str = "photo", masks: bool = True, progress: bool = True,
                overrides: dict[str, Any] | None = None,
                on_photo: Callable[[int, Path, dict[str, Any]], None] | None = None,
-               min_elevation: float | None = None, view: int = 0) -> list[Path]:
+               min_elevation: float | None = None, view: int = 0, start: int = 0) -> list[Path]:
     """Render `count` photos into `out_dir` as PREFIX_NNN.jpg + .json (+ _mask.png); returns the paths.
     With `min_elevation`, only the photos whose camera is drawn at least that many degrees above the table
     are rendered; the others are skipped, so each photo keeps the seed and name it has in the whole set.
     With `view` K > 0, each scene is photographed again from another camera (synth.conditions.another_view),
-    as PREFIX_NNN_vK.jpg: the same castles as view 0's photos, for reading several photos of one castle."""
+    as PREFIX_NNN_vK.jpg: the same castles as view 0's photos, for reading several photos of one castle.
+    With `start`, the set's photos before that index are left out (each photo keeps its seed and name), so
+    that processes can share a set."""
     from scoring.generate import random_finished_castle
 
     from synth.conditions import another_view, draw_conditions
@@ -37,6 +39,8 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
 
     if count < 1:
         raise ValueError(f"count must be at least 1, got {count}")
+    if not 0 <= start < count:
+        raise ValueError(f"start must be from 0 to count - 1 ({count - 1}), got {start}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -45,9 +49,9 @@ def synthesize(count: int, out_dir: str | Path, *, first_seed: int = 0, width: i
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=count, unit="photo", file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(total=count - start, unit="photo", file=sys.stderr, dynamic_ncols=True)
     try:
-        for i in range(count):
+        for i in range(start, count):
             seed = first_seed + i
             scene_overrides = {**another_view(seed, view), **(overrides or {})}
             if min_elevation is not None and draw_conditions(seed, scene_overrides).elevation_deg < min_elevation:

@@ -64,17 +64,21 @@ def rules():
 
 @bp.post("/api/score")
 def score():
-    """Score a photo (multipart field `photo`) or a castellan/1 castle (JSON body or field `castle`).
+    """Score a photo (multipart field `photo`; several photos of one castle, read together, as several
+    `photo` fields) or a castellan/1 castle (JSON body or field `castle`).
     `?store=0` scores a castle without storing it (the editor's live score is POST /preview)."""
     store = request.args.get("store", "1").lower() not in ("0", "false", "no")
     if _is_multipart():
         players = service.parse_players(request.form.getlist("players"))
-        # A form may send the field twice (camera and file inputs); use the one that holds a file.
-        photo = next((f for f in request.files.getlist("photo") if f.filename), request.files.get("photo"))
+        # A form may send the field more than once (camera and file inputs, several photos of one
+        # castle): every one that holds a file is read, together.
+        photos = [f for f in request.files.getlist("photo") if f.filename]
         castle_text = request.form.get("castle")
         castle_file = request.files.get("castle")
-        if photo is not None:
-            data = service.read_upload(photo)
+        if not photos and request.files.get("photo") is not None:
+            photos = [request.files["photo"]]  # a client that sends no file name
+        if photos:
+            data = service.read_photo_uploads(photos) if len(photos) > 1 else [service.read_upload(photos[0])]
             return _stored_response(service.score_photo(data, players, store_refusal_without_reader=False))
         if castle_file is not None:
             castle_text = castle_file.read().decode("utf-8", "replace")

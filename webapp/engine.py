@@ -96,13 +96,17 @@ class Reading:
 _readers = threading.BoundedSemaphore(max(1, min(4, os.cpu_count() or 2)))
 
 
-def read_photo(data: bytes, profile: Any = None) -> Reading:
-    """Read a castle from photo bytes, with the calibration profile if one is configured.
-    Raises BadPhoto (unreadable upload) or EngineUnavailable."""
+def read_photo(data: bytes | list[bytes], profile: Any = None) -> Reading:
+    """Read a castle from photo bytes (or from several photos of one castle, read together), with the
+    calibration profile if one is configured. Raises BadPhoto (unreadable upload) or EngineUnavailable."""
     vision = _module("vision")
+    photos = data if isinstance(data, list) else [data]
     try:
         with _readers:
-            reading = vision.read_photo(data, profile=profile)
+            if len(photos) == 1:
+                reading = vision.read_photo(photos[0], profile=profile)
+            else:
+                reading = _module("vision.several_photos").read_photos(photos, profile=profile)
     except vision.PhotoError as exc:
         raise BadPhoto(str(exc)) from exc
     except Exception as exc:  # a fault in the reader must not cost the user their upload

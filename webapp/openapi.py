@@ -134,7 +134,8 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {
                     "multipart/form-data": {"schema": {"type": "object", "properties": {
                         "photo": {"type": "string", "format": "binary",
-                                  "description": "JPEG, PNG or HEIC, at most 50 MB"},
+                                  "description": "JPEG, PNG or HEIC, at most 50 MB; send the field up to 4 times "
+                                                 "for photos of one castle from different sides, read together"},
                         "castle": {"type": "string", "description": "castellan/1 JSON, instead of a photo"},
                         "players": {"type": "array", "items": {"enum": COLOURS}}}}},
                     "application/json": {"schema": {"$ref": "#/components/schemas/Castle"}}}},

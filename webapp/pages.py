@@ -9,7 +9,7 @@ from .api import MAX_JSON_BYTES
 from .engine import COLOURS
 from .rules import RULES, SOURCE, rule_text
 from .service import RequestProblem
-from .uploads import MB
+from .uploads import MAX_PHOTOS, MB
 
 bp = Blueprint("pages", __name__)
 
@@ -17,7 +17,7 @@ bp = Blueprint("pages", __name__)
 @bp.app_context_processor
 def helpers():
     return {"rule_text": rule_text, "group_findings": group_findings, "COLOURS": COLOURS,
-            "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // MB}
+            "max_photo_mb": current_app.config["MAX_PHOTO_BYTES"] // MB, "max_photos": MAX_PHOTOS}
 
 
 @bp.app_template_filter("sentence")
@@ -52,12 +52,11 @@ def upload_post():
     """The upload form without JavaScript: a photo (or a castle) in, a redirect to its result out."""
     try:
         players = service.parse_players(request.form.getlist("players"))
-        # The camera input and the file input are both named "photo"; use the one that was filled.
-        photo = next((f for f in request.files.getlist("photo") if f.filename), None)
+        # The camera input and the file input are both named "photo"; every photo chosen is read, together.
+        photos = service.read_photo_uploads(request.files.getlist("photo"))
         castle_text = request.form.get("castle", "").strip()
-        if photo is not None:
-            data = service.read_upload(photo)
-            outcome = service.score_photo(data, players, store_refusal_without_reader=True)
+        if photos:
+            outcome = service.score_photo(photos, players, store_refusal_without_reader=True)
         elif castle_text:
             outcome = service.score_typed_castle(service.load_castle_text(castle_text), players)
         else:

@@ -17,7 +17,7 @@ from werkzeug.datastructures import FileStorage
 from . import engine
 from .engine import COLOURS, BadCastle, BadPhoto, EngineUnavailable
 from .storage import Adjudication, Image
-from .uploads import check_photo, sniff
+from .uploads import MAX_PHOTOS, check_photo, sniff
 
 
 class RequestProblem(Exception):
@@ -75,6 +75,17 @@ def read_upload(file: FileStorage, what: str = "photo") -> bytes:
     return data
 
 
+def read_photo_uploads(files: list[FileStorage]) -> list[bytes]:
+    """The photos of one castle sent in the form's `photo` fields (the camera's and the gallery's, which
+    may hold several), each checked like read_upload; empty fields are skipped."""
+    chosen = [f for f in files if f.filename]
+    if len(chosen) > MAX_PHOTOS:
+        raise RequestProblem(400, f"{len(chosen)} photos were sent; send at most {MAX_PHOTOS} photos of one castle")
+    if len(chosen) == 1:
+        return [read_upload(chosen[0])]
+    return [read_upload(f, f"photo {n} ({f.filename})") for n, f in enumerate(chosen, 1)]
+
+
 # Two boxes hold 176 grey pieces and 40 keeps; anything far beyond is not a game of Castellan and
 # would only tie up the server.
 MAX_PIECES = 2000
@@ -122,12 +133,12 @@ def is_judge(key: str | None) -> bool:
     return bool(configured and key and hmac.compare_digest(str(key), str(configured)))
 
 
-def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
-    """Read and score a photo that passed read_upload, and store the adjudication (a refusal too,
-    so that the user can enter or correct the castle on its page)."""
-    photo_type = sniff(data) or "application/octet-stream"
+def score_photo(data: bytes | list[bytes], players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
+    """Read and score a photo that passed read_upload (or several photos of one castle, read together),
+    and store the adjudication (a refusal too, so that the user can enter or correct the castle on its page)."""
+    photos = data if isinstance(data, list) else [data]
     try:
-        reading = engine.read_photo(data, current_app.extensions.get("castellan_profile"))
+        reading = engine.read_photo(photos, current_app.extensions.get("castellan_profile"))
     except BadPhoto as exc:
         raise RequestProblem(400, str(exc))
     except EngineUnavailable as exc:
@@ -154,7 +165,8 @@ def score_photo(data: bytes, players: list[str], *, store_refusal_without_reader
     info["refusal"] = reading.refusal if result is None else info.get("refusal")
     info["confidence"] = reading.confidence
     info["players"] = players
-    images = [Image("photo", photo_type, data)]
+    images = [Image("photo" if n == 1 else f"photo_{n}", sniff(p) or "application/octet-stream", p)
+              for n, p in enumerate(photos, 1)]
     if reading.overlay_jpeg:
         images.append(Image("overlay", "image/jpeg", reading.overlay_jpeg))
     adj = storage().create(kind="score", castle_read=castle, castle_corrected=None, result=result,

@@ -17,7 +17,8 @@ from typing import Any, Iterator, Protocol
 from contextlib import contextmanager
 
 # Image roles stored beside an adjudication.
-IMAGE_ROLES = ("photo", "overlay", "before_photo", "before_overlay", "after_photo", "after_overlay")
+IMAGE_ROLES = ("photo", "overlay", "before_photo", "before_overlay", "after_photo", "after_overlay",
+               "photo_2", "photo_3", "photo_4")  # more photos of one castle, read with the first
 KINDS = ("score", "move")
 
 

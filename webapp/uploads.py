@@ -14,6 +14,10 @@ from .engine import BadPhoto, PhotoTooLarge
 
 MB = 1024 * 1024
 DEFAULT_MAX_PHOTO_BYTES = 50 * MB
+# Photos of one castle read together (from different sides, or a second from lower down): a few are
+# enough, and each costs seconds of reading. (Together they must fit in one request, MAX_CONTENT_LENGTH:
+# two photos' limit, some 20 phone photos.)
+MAX_PHOTOS = 4
 
 # The container formats a phone produces (pieces-and-photos.md): JPEG, PNG, HEIC/HEIF.
 _HEIF_BRANDS = {b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1", b"avif"}

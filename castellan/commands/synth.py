@@ -28,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--view", type=int, default=0, metavar="K",
                    help="photograph each scene again from another camera (K = 1, 2, ...), as PREFIX_NNN_vK.jpg: "
                         "the same castles, tables and lights as the photos rendered without it")
+    p.add_argument("--start", type=int, default=0, metavar="I",
+                   help="leave out the set's photos before photo I (each photo keeps its seed and name): "
+                        "two processes render one set with --count N --start N/2 and --count N/2")
     p.add_argument("--no-masks", action="store_true", help="do not write the piece masks")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -44,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.view <= 99:
         print(f"castellan synth: --view {args.view} is out of range; use 0 (the scene's own photo) to 99", file=sys.stderr)
         return 2
+    if not 0 <= args.start < args.count:
+        print(f"castellan synth: --start {args.start} is out of range; use 0 to --count - 1 ({args.count - 1})", file=sys.stderr)
+        return 2
     problem = render_size_problem(args.width, args.height, args.spp)
     if problem:
         print(f"castellan synth: {problem}", file=sys.stderr)
@@ -57,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         paths = synthesize(args.count, args.out, first_seed=args.seed, width=args.width, height=args.height,
                            spp=args.spp, prefix=args.prefix, masks=not args.no_masks, progress=not args.quiet,
-                           min_elevation=args.min_elevation, view=args.view)
+                           min_elevation=args.min_elevation, view=args.view, start=args.start)
     except RendererUnavailable as e:
         print(f"castellan synth: {e}", file=sys.stderr)
         return 1

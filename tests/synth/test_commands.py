@@ -98,3 +98,11 @@ def test_synth_photographs_the_same_scenes_again_from_another_camera(tmp_path):
         assert a["conditions"]["table"] == b["conditions"]["table"] and a["conditions"]["seed"] == b["conditions"]["seed"]
         assert a["conditions"]["azimuth_deg"] != b["conditions"]["azimuth_deg"]
     assert main(["synth", "--count", "1", "--out", str(again), "--view", "-1"]) == 2
+    # A second process can take the set's second half: each photo keeps its seed, castle and name.
+    half = tmp_path / "half"
+    assert main(["synth", "--count", "2", "--start", "1", "--seed", "30", "--out", str(half), "--width", "160",
+                 "--height", "120", "--spp", "1", "--quiet", "--no-masks", "--view", "1"]) == 0
+    assert sorted(p.name for p in half.glob("*.jpg")) == ["photo_001_v1.jpg"]
+    assert json.loads((half / "photo_001_v1.json").read_text())["castle"] == \
+        json.loads((again / "photo_001_v1.json").read_text())["castle"]
+    assert main(["synth", "--count", "2", "--start", "2", "--out", str(half)]) == 2

@@ -181,6 +181,43 @@ def test_a_photo_without_a_castle_is_refused_with_advice_and_stored(client, stor
     assert store.count() == 1
 
 
+def _toy_photos(views=((70, 120), (55, 30))) -> list[bytes]:
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+    from tests.vision.toyscene import encode_jpeg, render
+
+    return [encode_jpeg(render(PHOTO_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2)) for e, a in views]
+
+
+def test_photos_of_one_castle_from_two_sides_are_read_together_and_all_stored(client, store):
+    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+    from scoring import parse_castle, score_castle
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+
+    photos = _toy_photos()
+    r = client.post("/api/score", data={"photo": [(io.BytesIO(p), f"side{n}.jpg") for n, p in enumerate(photos, 1)],
+                                        "players": "red,blue"}, content_type="multipart/form-data")
+    body = r.get_json()
+    assert r.status_code == 201, body.get("error")
+    expected = {c: v["score"] for c, v in score_castle(parse_castle(PHOTO_CASTLE)).to_json()["players"].items()}
+    assert {c: v["score"] for c, v in body["players"].items()} == expected
+    assert [p["photo"] for p in body["reading"]["rectification"]["photos"]] == [1, 2]
+    assert client.get(body["images"]["photo"]).data == photos[0]
+    assert client.get(body["images"]["photo_2"]).data == photos[1]
+    page = client.get(f"/a/{body['id']}").get_data(as_text=True)
+    assert "2 photos of one castle read together" in page
+
+
+def test_too_many_photos_or_a_bad_one_among_them_is_400_naming_it(client, store):
+    good = jpeg_bytes()
+    r = client.post("/api/score", data={"photo": [(io.BytesIO(good), f"p{n}.jpg") for n in range(5)]},
+                    content_type="multipart/form-data")
+    assert r.status_code == 400 and "at most 4" in r.get_json()["error"]
+    r = client.post("/api/score", data={"photo": [(io.BytesIO(good), "a.jpg"), (io.BytesIO(b"milk, eggs"), "list.jpg")]},
+                    content_type="multipart/form-data")
+    assert r.status_code == 400 and "photo 2 (list.jpg)" in r.get_json()["error"]
+    assert stored_counts(store) == (0, 0)
+
+
 # --- move checks ------------------------------------------------------------------------------
 
 def _before_after():

@@ -255,6 +255,25 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
     page.context.close()
 
 
+def test_two_photos_chosen_together_are_read_as_one_castle_on_a_phone(browser, live_server, tmp_path):
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+    from tests.vision.toyscene import encode_jpeg, render
+
+    paths = []
+    for n, (e, a) in enumerate(((70, 120), (55, 30)), 1):
+        paths.append(tmp_path / f"side{n}.jpg")
+        paths[-1].write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2)))
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo-file", [str(p) for p in paths])  # the gallery input takes several
+    assert "2 photos of one castle" in page.locator("#photo-name").inner_text()
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    assert "2 photos of one castle read together" in page.locator("#read-confidence").inner_text()
+    assert page.locator("a.more-photo").inner_text() == "Photo 2"
+    page.context.close()
+
+
 def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, live_app, live_server):
     # The reader refused, unsure whether the red keep is a Double Keep; the player sees its guess with
     # that keep, a barely seen wall and a wall barely seen absent marked, adds the missing wall, fixes

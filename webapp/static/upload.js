@@ -1,12 +1,15 @@
-// Upload page: show the chosen photo, refuse an oversized one at once, and send the photo with a
+// Upload page: show the chosen photo(s), refuse an oversized one at once, and send them with a
 // progress bar (upload, then "reading") instead of a frozen page. Without JavaScript the form
 // still posts and redirects.
 (function () {
   const form = document.getElementById("upload-form");
   if (!form) return;
-  // Two inputs: the camera (capture) and the gallery/files; whichever was used last counts.
+  // Two inputs: the camera (capture) and the gallery/files, which may hold several photos of one castle
+  // (read together); whichever was used last counts.
   const inputs = [document.getElementById("photo"), document.getElementById("photo-file")];
-  let chosen = null;
+  const maxPhotos = parseInt(form.dataset.maxPhotos, 10);
+  let chosen = [];
+  const mb = function (bytes) { return (bytes / 1048576).toFixed(1) + " MB"; };
   const nameEl = document.getElementById("photo-name");
   const errorEl = document.getElementById("upload-error");
   const progress = document.getElementById("progress");
@@ -24,19 +27,23 @@
 
   inputs.forEach(function (input) { input.addEventListener("change", function () {
     errorEl.hidden = true;
-    const file = input.files[0];
-    if (!file) return;
-    chosen = file;
-    nameEl.textContent = file.name + " (" + (file.size / 1048576).toFixed(1) + " MB)";
-    if (file.size > maxBytes) showError("This photo is " + (file.size / 1048576).toFixed(1) + " MB; the limit is " + Math.round(maxBytes / 1048576) + " MB. Send a smaller photo.");
+    if (!input.files.length) return;
+    chosen = Array.from(input.files);
+    nameEl.textContent = chosen.length === 1 ? chosen[0].name + " (" + mb(chosen[0].size) + ")"
+      : chosen.length + " photos of one castle, read together (" + chosen.map(function (f) { return f.name; }).join(", ") + ")";
+    const big = chosen.find(function (f) { return f.size > maxBytes; });
+    if (big) showError("The photo " + big.name + " is " + mb(big.size) + "; the limit is " + Math.round(maxBytes / 1048576) + " MB. Send a smaller photo.");
+    if (chosen.length > maxPhotos) showError(chosen.length + " photos were chosen; choose at most " + maxPhotos + " photos of one castle.");
   }); });
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    const file = chosen;
-    if (!file) { showError("Choose a photo (or take one) before pressing Score."); return; }
-    if (file.size === 0) { showError("The chosen photo is empty (0 bytes). Choose it again or take a new one."); return; }
-    if (file.size > maxBytes) { showError("This photo is too large (limit " + Math.round(maxBytes / 1048576) + " MB)."); return; }
+    if (!chosen.length) { showError("Choose a photo (or take one) before pressing Score."); return; }
+    if (chosen.length > maxPhotos) { showError(chosen.length + " photos were chosen; choose at most " + maxPhotos + " photos of one castle."); return; }
+    const empty = chosen.find(function (f) { return f.size === 0; });
+    if (empty) { showError("The chosen photo " + empty.name + " is empty (0 bytes). Choose it again or take a new one."); return; }
+    const big = chosen.find(function (f) { return f.size > maxBytes; });
+    if (big) { showError("The photo " + big.name + " is too large (limit " + Math.round(maxBytes / 1048576) + " MB)."); return; }
     errorEl.hidden = true;
     button.disabled = true;
     progress.hidden = false;
@@ -55,7 +62,8 @@
     xhr.upload.onload = function () {
       fill.style.width = "100%";
       progress.classList.add("reading");
-      text.textContent = "Reading the photo… this takes a few seconds.";
+      text.textContent = chosen.length === 1 ? "Reading the photo… this takes a few seconds."
+        : "Reading the " + chosen.length + " photos… this takes a few seconds each.";
     };
     xhr.onload = function () {
       let body = null;
@@ -65,7 +73,7 @@
     };
     xhr.onerror = function () { showError("The upload failed (no connection, or the photo is too large). Try again."); };
     const data = new FormData();
-    data.append("photo", file, file.name);
+    chosen.forEach(function (file) { data.append("photo", file, file.name); });
     form.querySelectorAll('input[name="players"]:checked').forEach(function (box) { data.append("players", box.value); });
     xhr.send(data);
   });
