@@ -118,7 +118,8 @@ def combine_readings(readings: list[PhotoReading]) -> PhotoReading:
     agreeing = [readings[i] for i in read]
     names = set().union(*(r.rectification.get("factors", {}) for r in agreeing))
     factors = {k: max(r.rectification.get("factors", {}).get(k, 0.0) for r in agreeing) for k in sorted(names)}
-    confidence = float(math.prod(factors.values())) if factors else ref.confidence
+    # (Never below the surest photo's own: the factors are stored rounded.)
+    confidence = max(float(math.prod(factors.values())) if factors else 0.0, ref.confidence)
     notes.append({"rule": "photos", "severity": "notice",
                   "message": f"{len(agreeing)} photos read the same castle; each part of the confidence is the best photo's"})
     rect = {**ref.rectification, "factors": factors, "photos": photos}
