@@ -89,6 +89,20 @@ def test_photos_that_disagree_about_walls_name_them():
     assert both.refusal and "a wall from [0, 0] to [1, 0]" in both.refusal
 
 
+def test_a_photo_read_surely_outweighs_one_read_poorly_that_differs():
+    from dataclasses import replace
+
+    fewer = replace(CASTLE, walls=CASTLE.walls[1:])
+    sure, poor = reading_of(CASTLE, pieces=0.9), reading_of(turned(fewer, 1), pieces=0.1)
+    both = combine_readings([poor, sure])
+    # Right only where the poor reading is wrong: 0.9 * 0.9 / (0.9 * 0.9 + 0.1).
+    assert both.refusal is None and both.confidence == pytest.approx(0.81 / 0.91)
+    assert players(both) == TRUE_PLAYERS
+    assert any("a wall from [0, 0] to [1, 0]" in f["message"] for f in both.findings)
+    # Two sure photos that differ refuse: one of them must be wrong.
+    assert combine_readings([reading_of(fewer, pieces=0.8), sure]).refusal
+
+
 def test_photos_of_two_castles_are_refused_as_such():
     other = parse_castle({"format": "castellan/1", "towers": [[0, 0], [5, 0], [0, 5], [5, 5], [9, 9]],
                           "walls": [], "keeps": []})
