@@ -12,7 +12,9 @@ unsure of it. Where the readings disagree, the most confident one can only be ri
 wrong: its confidence becomes c * prod(1 - c_other) / (c * prod(1 - c_other) + 1 - c) (each confidence
 taken as the chance that its reading is right, the photos' errors as independent), so a photo that reads
 well outweighs one that reads poorly, and two confident photos that disagree refuse, naming the pieces
-in dispute. (Session 77 first refused every disagreement: on 100 castles photographed twice, 2 answers
+in dispute; so does any disagreement with a photo that would be answered on its own (two answers that
+contradict each other are for the players to settle, whatever their confidences: on unseen74 a photo
+answered wrongly at 1.0 where the castle's other photo answered rightly at 0.85). (Session 77 first refused every disagreement: on 100 castles photographed twice, 2 answers
 against the 10 its photos gave alone, since a photo read at confidence near 0 always differs somewhere;
 and then refused every photo that seemed to show another castle, which is what a reading near 0 looks like:
 on unseen74's 100 castles, 2 of the 12 answers the photos gave alone lost that way.)
@@ -131,7 +133,8 @@ def combine_readings(readings: list[PhotoReading]) -> PhotoReading:
         shown = "; ".join(disputes[:6]) + (f"; and {len(disputes) - 6} more" if len(disputes) > 6 else "")
         confidence = confidence_against(ref.confidence, [readings[i].confidence for i in disputing])
         rect = {**ref.rectification, "photos": photos}
-        if ref.castle is not None and confidence >= CONFIDENCE_THRESHOLD:
+        contradicted = any(readings[i].refusal is None for i in disputing)
+        if ref.castle is not None and not contradicted and confidence >= CONFIDENCE_THRESHOLD:
             notes.append({"rule": "photos", "severity": "notice",
                           "message": f"the other photos, read less surely, differ about {shown}: check those on the table"})
             return replace(ref, confidence=confidence, timings=timings, findings=notes + ref.findings, rectification=rect)

@@ -101,6 +101,9 @@ def test_a_photo_read_surely_outweighs_one_read_poorly_that_differs():
     assert any("a wall from [0, 0] to [1, 0]" in f["message"] for f in both.findings)
     # Two sure photos that differ refuse: one of them must be wrong.
     assert combine_readings([reading_of(fewer, pieces=0.8), sure]).refusal
+    # And however sure one is, another photo answered on its own contradicts it.
+    assert reading_of(fewer, pieces=0.85).refusal is None
+    assert combine_readings([reading_of(fewer, pieces=0.85), reading_of(CASTLE)]).refusal
 
 
 def test_photos_of_two_castles_are_refused_as_such():
