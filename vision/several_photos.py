@@ -14,10 +14,12 @@ taken as the chance that its reading is right, the photos' errors as independent
 well outweighs one that reads poorly, and two confident photos that disagree refuse, naming the pieces
 in dispute; so does any disagreement with a photo that would be answered on its own (two answers that
 contradict each other are for the players to settle, whatever their confidences: on unseen74 a photo
-answered wrongly at 1.0 where the castle's other photo answered rightly at 0.85). (Session 77 first refused every disagreement: on 100 castles photographed twice, 2 answers
-against the 10 its photos gave alone, since a photo read at confidence near 0 always differs somewhere;
-and then refused every photo that seemed to show another castle, which is what a reading near 0 looks like:
-on unseen74's 100 castles, 2 of the 12 answers the photos gave alone lost that way.)
+answered wrongly at 1.0 where the castle's other photo answered rightly at 0.85).
+
+(Session 77 first refused every disagreement: on 100 castles photographed twice, 2 answers against the
+10 its photos gave alone, since a photo read at confidence near 0 always differs somewhere; and then
+refused every photo that seemed to show another castle, which is what a reading near 0 looks like: on
+unseen74's 100 castles, 2 of the 12 answers the photos gave alone lost that way.)
 """
 from __future__ import annotations
 
