@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.vision_benchmark import band, photos_with_truth, true_castle
+from benchmarks.vision_benchmark import band, photos_with_truth, scores_exactly, true_castle, true_scores
 
 
 def read_lightly(p: Path):
@@ -42,22 +42,12 @@ def read_lightly(p: Path):
     return replace(reading, overlay=np.zeros((1, 1, 3), np.uint8), keeps_found=[])
 
 
-def score_exact(castle, truth_json: dict) -> bool:
-    """Every player's score as the truth's (players absent from the truth scoring nothing)."""
-    from scoring import parse_castle, score_castle
-
-    if castle is None:
-        return False
-    truth = {c: v["score"] for c, v in score_castle(parse_castle(truth_json["castle"])).to_json()["players"].items()}
-    found = {c: v["score"] for c, v in score_castle(castle).to_json()["players"].items()}
-    return all(found.get(c, 0) == s for c, s in truth.items()) and all(c in truth or s == 0 for c, s in found.items())
-
-
-def outcome(reading, truth_json: dict) -> dict[str, Any]:
+def outcome(reading, true_score: dict[str, int]) -> dict[str, Any]:
     """answered / right, and whether what was read (answered or not) scores exactly."""
     from vision.several_photos import castle_read
 
-    exact = reading is not None and score_exact(castle_read(reading), truth_json)
+    castle = castle_read(reading) if reading is not None else None
+    exact = castle is not None and scores_exactly(castle, true_score)
     answered = reading is not None and reading.refusal is None
     return {"answered": answered, "right": answered and exact, "exact_any": exact,
             "confidence": round(reading.confidence, 3) if reading is not None else 0.0,
@@ -85,12 +75,13 @@ def run(folders: list[Path], jobs: int = 1, log=print) -> dict[str, Any]:
     rows = []
     for seed, ps in sorted(scenes.items()):
         truth_json = truths[ps[0]]
-        alone = [dict(outcome(readings[p], truth_json), photo=p.name, view=truths[p].get("view", 0),
+        true_score, truth = true_scores(truth_json), true_castle(truth_json)
+        alone = [dict(outcome(readings[p], true_score), photo=p.name, view=truths[p].get("view", 0),
                       bands=band(truths[p].get("conditions", {}))) for p in ps]
         read = [readings[p] for p in ps if readings[p] is not None]
-        together = outcome(combine_readings(read), truth_json) if read else outcome(None, truth_json)
+        together = outcome(combine_readings(read) if read else None, true_score)
         rows.append({"seed": seed, "photos": alone, "together": together,
-                     "true_pieces": len(true_castle(truth_json).towers) + len(true_castle(truth_json).walls)})
+                     "true_pieces": len(truth.towers) + len(truth.walls)})  # grey pieces
         log(f"{seed}: alone {[(a['answered'], a['right']) for a in alone]} together "
             f"answered={together['answered']} right={together['right']} conf={together['confidence']}")
     return {"castles": len(rows), "photos": len(todo), "summary": summarise(rows), "rows": rows}

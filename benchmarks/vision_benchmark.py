@@ -231,11 +231,25 @@ def true_castle(truth_json: dict):
     return parse_castle(castle)
 
 
+def true_scores(truth_json: dict) -> dict[str, int]:
+    """Each player's score in the truth's castle (its supply keeps left out: they claim nothing)."""
+    from scoring import parse_castle, score_castle
+
+    return {c: v["score"] for c, v in score_castle(parse_castle(truth_json["castle"])).to_json()["players"].items()}
+
+
+def scores_exactly(castle, true_score: dict[str, int]) -> bool:
+    """Every player scores as in the truth, and a colour the truth does not have scores nothing."""
+    from scoring import score_castle
+
+    found = {c: v["score"] for c, v in score_castle(castle).to_json()["players"].items()}
+    return all(found.get(c, 0) == s for c, s in true_score.items()) and all(c in true_score or s == 0 for c, s in found.items())
+
+
 def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     """Read one photo and compare it with its truth: one row of the benchmark."""
     import cv2
 
-    from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
     from vision.pipeline import pieces_to_check
 
@@ -244,8 +258,7 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     if truth_masks:
         use_truth_masks(p, truth_json)
     truth = true_castle(truth_json)
-    truth_castle_only = parse_castle(truth_json["castle"])
-    true_score = score_castle(truth_castle_only).to_json()["players"]
+    true_score = true_scores(truth_json)
     data = p.read_bytes()
     t0, c0 = time.perf_counter(), time.process_time()
     try:
@@ -276,13 +289,10 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
                 row["wrong_keeps_marked"] = [sum(1 for i in wrong if guess["keeps"][i].get("check")), len(wrong)]
                 row["wrong_walls_marked"] = wrong_walls_marked(guess, castle, truth)
                 row["wrong_towers_marked"] = wrong_towers_marked(guess, castle, truth)
-            found_score = score_castle(castle).to_json()["players"]
-            pts = {c: v["score"] for c, v in found_score.items()}
-            row["score_exact"] = all(pts.get(c, 0) == v["score"] for c, v in true_score.items()) and \
-                all(c in true_score or v == 0 for c, v in pts.items())
+            row["score_exact"] = scores_exactly(castle, true_score)
         else:
             row["score_exact"] = False
-    row["true_score"] = {c: v["score"] for c, v in true_score.items()}
+    row["true_score"] = true_score
     row["true_pieces"] = len(truth.towers) + len(truth.walls) + len(truth.keeps)
     return row
 

@@ -185,10 +185,6 @@ def draw_conditions(seed: int, overrides: dict[str, Any] | None = None) -> Condi
     return c
 
 
-# What changes when the same scene is photographed again: where the camera stands and how it is held.
-CAMERA_FIELDS = ("elevation_deg", "azimuth_deg", "roll_deg", "focal_mm", "margin", "target_offset")
-
-
 def another_view(seed: int, view: int) -> dict[str, Any]:
     """Overrides for draw_conditions that photograph scene `seed` again, as a player would who walks round
     the table and takes a second photo: the same castle, table, pieces and lights, a camera drawn afresh

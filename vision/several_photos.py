@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 from scoring import Castle, score_castle
 from scoring.align import Alignment, align
@@ -68,12 +67,9 @@ def claims(castle: Castle) -> dict[frozenset, tuple[tuple[str, bool], ...]]:
 
 def differences(reference: Castle, other: Castle) -> list[str]:
     """The pieces two castles in one frame disagree about, in words (empty when they agree)."""
-    out = []
-    for label, mine, theirs in (("tower", set(reference.towers), set(other.towers)),
-                                ("wall", set(reference.walls), set(other.walls))):
-        for piece in sorted(mine ^ theirs, key=str):
-            where = f"[{piece[0]}, {piece[1]}]" if label == "tower" else f"[{piece.a[0]}, {piece.a[1]}] to [{piece.b[0]}, {piece.b[1]}]"
-            out.append(f"a {label} at {where}" if label == "tower" else f"a wall from {where}")
+    out = [f"a tower at [{x}, {y}]" for x, y in sorted(set(reference.towers) ^ set(other.towers))]
+    out += [f"a wall from [{w.a[0]}, {w.a[1]}] to [{w.b[0]}, {w.b[1]}]"
+            for w in sorted(set(reference.walls) ^ set(other.walls), key=lambda w: (w.a, w.b))]
     if not out:  # same walls, so the same courtyards: compare who claims them
         a, b = claims(reference), claims(other)
         for cells in sorted(a, key=min):
@@ -152,9 +148,8 @@ def combine_readings(readings: list[PhotoReading]) -> PhotoReading:
     notes.append({"rule": "photos", "severity": "notice",
                   "message": f"{len(agreeing)} photos read the same castle; each part of the confidence is the best photo's"})
     rect = {**ref.rectification, "factors": factors, "photos": photos}
-    if confidence < CONFIDENCE_THRESHOLD:
-        refusal = ref.refusal or best.refusal or "the photos agree, but not clearly enough"
-        refusal = f"every photo read the same castle, but not clearly enough: {refusal}"
+    if confidence < CONFIDENCE_THRESHOLD:  # (then the surest photo was refused too: confidence >= its own)
+        refusal = f"every photo read the same castle, but not clearly enough: {ref.refusal}"
         return replace(ref, castle=None, score=None, refusal=refusal, tentative_castle=reference, confidence=confidence,
                        timings=timings, findings=notes + ref.findings, rectification=rect)
     return replace(ref, castle=reference, score=score_castle(reference), refusal=None, tentative_castle=None,

@@ -78,7 +78,7 @@ def score():
         if not photos and request.files.get("photo") is not None:
             photos = [request.files["photo"]]  # a client that sends no file name
         if photos:
-            data = service.read_photo_uploads(photos) if len(photos) > 1 else [service.read_upload(photos[0])]
+            data = service.read_photo_uploads(photos)
             return _stored_response(service.score_photo(data, players, store_refusal_without_reader=False))
         if castle_file is not None:
             castle_text = castle_file.read().decode("utf-8", "replace")

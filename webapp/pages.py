@@ -53,7 +53,7 @@ def upload_post():
     try:
         players = service.parse_players(request.form.getlist("players"))
         # The camera input and the file input are both named "photo"; every photo chosen is read, together.
-        photos = service.read_photo_uploads(request.files.getlist("photo"))
+        photos = service.read_photo_uploads([f for f in request.files.getlist("photo") if f.filename])
         castle_text = request.form.get("castle", "").strip()
         if photos:
             outcome = service.score_photo(photos, players, store_refusal_without_reader=True)

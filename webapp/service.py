@@ -76,14 +76,13 @@ def read_upload(file: FileStorage, what: str = "photo") -> bytes:
 
 
 def read_photo_uploads(files: list[FileStorage]) -> list[bytes]:
-    """The photos of one castle sent in the form's `photo` fields (the camera's and the gallery's, which
-    may hold several), each checked like read_upload; empty fields are skipped."""
-    chosen = [f for f in files if f.filename]
-    if len(chosen) > MAX_PHOTOS:
-        raise RequestProblem(400, f"{len(chosen)} photos were sent; send at most {MAX_PHOTOS} photos of one castle")
-    if len(chosen) == 1:
-        return [read_upload(chosen[0])]
-    return [read_upload(f, f"photo {n} ({f.filename})") for n, f in enumerate(chosen, 1)]
+    """The photos of one castle sent in `photo` fields (the camera's and the gallery's, which may hold
+    several), each checked like read_upload and, when there are several, named in its error."""
+    if len(files) > MAX_PHOTOS:
+        raise RequestProblem(400, f"{len(files)} photos were sent; send at most {MAX_PHOTOS} photos of one castle")
+    if len(files) == 1:
+        return [read_upload(files[0])]
+    return [read_upload(f, f"photo {n} ({f.filename})") for n, f in enumerate(files, 1)]
 
 
 # Two boxes hold 176 grey pieces and 40 keeps; anything far beyond is not a game of Castellan and
@@ -133,10 +132,9 @@ def is_judge(key: str | None) -> bool:
     return bool(configured and key and hmac.compare_digest(str(key), str(configured)))
 
 
-def score_photo(data: bytes | list[bytes], players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
-    """Read and score a photo that passed read_upload (or several photos of one castle, read together),
+def score_photo(photos: list[bytes], players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
+    """Read and score the photos of one castle that passed read_photo_uploads (several are read together),
     and store the adjudication (a refusal too, so that the user can enter or correct the castle on its page)."""
-    photos = data if isinstance(data, list) else [data]
     try:
         reading = engine.read_photo(photos, current_app.extensions.get("castellan_profile"))
     except BadPhoto as exc:
