@@ -165,6 +165,19 @@ def correct(adj_id: str):
     return jsonify(service.adjudication_json(updated))
 
 
+@bp.post("/api/adjudications/<adj_id>/photos")
+def add_photos(adj_id: str):
+    """More photos of a stored photo's castle (multipart `photo` fields), read together with its photos:
+    a new stored result like POST /api/score's, with `reading.photos_added_to` naming this one."""
+    adj = _get_or_404(adj_id)
+    if not _is_multipart():
+        raise RequestProblem(415, "send the photos as multipart/form-data 'photo' fields")
+    photos = [f for f in request.files.getlist("photo") if f.filename]
+    if not photos and request.files.get("photo") is not None:
+        photos = [request.files["photo"]]  # a client that sends no file name
+    return _stored_response(service.add_photos(adj, photos, store_refusal_without_reader=False))
+
+
 @bp.post("/api/adjudications/<adj_id>/ruling")
 def ruling(adj_id: str):
     """Mark a result as a ruling: only with the judge key (header X-Judge-Key or JSON judge_key)."""

@@ -183,6 +183,25 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                 "responses": {"200": _json("Adjudication", "corrected"), "400": _err("invalid castle"),
                               "403": _err("neither the uploader nor a judge"),
                               "404": _err("no such id"), "409": _err("a ruling or a move check")}}},
+            "/api/adjudications/{adj_id}/photos": {"post": {
+                "summary": "Read more photos of a stored photo's castle together with its photos: a new "
+                           "stored result (reading.photos_added_to names this one, which is kept as it was)",
+                "parameters": [_id_param],
+                "requestBody": {"required": True, "content": {
+                    "multipart/form-data": {"schema": {"type": "object", "required": ["photo"], "properties": {
+                        "photo": {"type": "string", "format": "binary",
+                                  "description": "JPEG, PNG or HEIC, at most 50 MB; repeated for several, "
+                                                 "4 photos in all at most"}}}}}},
+                "responses": {
+                    "201": _json("StoredScore", "the photos read together, scored and stored"),
+                    "400": _err("no photo, a bad photo (named), or more than 4 photos in all"),
+                    "404": _err("no such id"),
+                    "409": _err("not a photo's result, or a ruling"),
+                    "415": _err("not multipart/form-data"),
+                    "422": {"description": "the photos together could not be read; stored, with advice",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Refusal"}}}},
+                    "503": _err("the photo reader is not installed"),
+                }}},
             "/api/adjudications/{adj_id}/ruling": {"post": {
                 "summary": "Mark a result as a ruling (judges only)",
                 "parameters": [_id_param, {"name": "X-Judge-Key", "in": "header", "schema": {"type": "string"}}],

@@ -107,6 +107,10 @@ def result(adj_id: str):
         if service.can_edit(adj, token, None):
             service.remember_ownership(adj)
         return redirect(url_for("pages.result", adj_id=adj.id), code=303)
+    return _result_page(adj)
+
+
+def _result_page(adj, add_photo_error: str | None = None, status: int = 200):
     share_url = url_for("pages.result", adj_id=adj.id, _external=True)
     if adj.kind == "move":
         return render_template("move.html", adj=adj, share_url=share_url)
@@ -115,7 +119,21 @@ def result(adj_id: str):
     guess, doubted = service.unsure_guess(adj) or (None, None)
     return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
                            editable=editable, players=players, guess=guess, highlight=doubted,
-                           refusal=(adj.reading or {}).get("refusal") if adj.result is None else None)
+                           refusal=(adj.reading or {}).get("refusal") if adj.result is None else None,
+                           room_for_photos=service.room_for_photos(adj), add_photo_error=add_photo_error), status
+
+
+@bp.post("/a/<adj_id>/photos")
+def add_photos(adj_id: str):
+    """Another photo of the castle, read together with this result's photos (the result page's form
+    without JavaScript): a redirect to the new result."""
+    adj = _adjudication_or_404(adj_id)
+    try:
+        outcome = service.add_photos(adj, [f for f in request.files.getlist("photo") if f.filename],
+                                     store_refusal_without_reader=True)
+    except RequestProblem as exc:
+        return _result_page(adj, exc.message, exc.status)
+    return redirect(url_for("pages.result", adj_id=outcome.adjudication.id), code=303)
 
 
 @bp.get("/a/<adj_id>/image/<role>")

@@ -75,14 +75,57 @@ def read_upload(file: FileStorage, what: str = "photo") -> bytes:
     return data
 
 
-def read_photo_uploads(files: list[FileStorage]) -> list[bytes]:
+def read_photo_uploads(files: list[FileStorage], *, already: int = 0) -> list[bytes]:
     """The photos of one castle sent in `photo` fields (the camera's and the gallery's, which may hold
-    several), each checked like read_upload and, when there are several, named in its error."""
-    if len(files) > MAX_PHOTOS:
-        raise RequestProblem(400, f"{len(files)} photos were sent; send at most {MAX_PHOTOS} photos of one castle")
-    if len(files) == 1:
+    several), each checked like read_upload and, when there are several, named in its error. `already`:
+    how many photos of the castle are stored (photos added to a result are numbered after them)."""
+    if already + len(files) > MAX_PHOTOS:
+        raise RequestProblem(400, f"{len(files)} photos were sent; send at most {MAX_PHOTOS - already} photos of one castle"
+                                  + (f" (this result already has {already}, and at most {MAX_PHOTOS} are read together)"
+                                     if already else ""))
+    if len(files) == 1 and not already:
         return [read_upload(files[0])]
-    return [read_upload(f, f"photo {n} ({f.filename})") for n, f in enumerate(files, 1)]
+    return [read_upload(f, f"photo {n} ({f.filename})") for n, f in enumerate(files, already + 1)]
+
+
+def photo_role(number: int) -> str:
+    """The storage role of a castle's `number`th photo (1: "photo", then "photo_2", ...)."""
+    return "photo" if number == 1 else f"photo_{number}"
+
+
+def stored_photos(adj: Adjudication) -> list[bytes]:
+    """The photos of one castle stored with a photo's result, in the order they were read."""
+    photos = []
+    for number in range(1, MAX_PHOTOS + 1):
+        image = storage().image(adj.id, photo_role(number)) if photo_role(number) in adj.image_roles else None
+        if image is None:
+            break
+        photos.append(image.data)
+    return photos
+
+
+def room_for_photos(adj: Adjudication) -> int:
+    """How many more photos of the castle may be added to this result (0 when none may: not a photo's
+    result, a judge's ruling, or MAX_PHOTOS already)."""
+    if adj.kind != "score" or adj.ruling or "photo" not in adj.image_roles:
+        return 0
+    return MAX_PHOTOS - sum(photo_role(n) in adj.image_roles for n in range(1, MAX_PHOTOS + 1))
+
+
+def add_photos(adj: Adjudication, files: list[FileStorage], *, store_refusal_without_reader: bool) -> Outcome:
+    """Read a result's photos again together with more photos of the same castle (a player refused takes
+    another from higher up): a new result, which links back to this one; this one stays as it was."""
+    if adj.kind != "score" or "photo" not in adj.image_roles:
+        raise RequestProblem(409, "this result has no photo to add to: upload the photos together on the start page")
+    if adj.ruling:
+        raise RequestProblem(409, "this result is a judge's ruling, which is final: upload new photos on the start page")
+    if not files:
+        raise RequestProblem(400, "choose a photo of the same castle (or take one) to read with this result's photos")
+    earlier = stored_photos(adj)
+    added = read_photo_uploads(files, already=len(earlier))
+    players = (adj.reading or {}).get("players") or []
+    return score_photo(earlier + added, players, store_refusal_without_reader=store_refusal_without_reader,
+                       added_to=adj.id)
 
 
 # Two boxes hold 176 grey pieces and 40 keeps; anything far beyond is not a game of Castellan and
@@ -132,9 +175,11 @@ def is_judge(key: str | None) -> bool:
     return bool(configured and key and hmac.compare_digest(str(key), str(configured)))
 
 
-def score_photo(photos: list[bytes], players: list[str], *, store_refusal_without_reader: bool) -> Outcome:
+def score_photo(photos: list[bytes], players: list[str], *, store_refusal_without_reader: bool,
+                added_to: str | None = None) -> Outcome:
     """Read and score the photos of one castle that passed read_photo_uploads (several are read together),
-    and store the adjudication (a refusal too, so that the user can enter or correct the castle on its page)."""
+    and store the adjudication (a refusal too, so that the user can enter or correct the castle on its page).
+    `added_to`: the earlier result whose photos these include (add_photos)."""
     try:
         reading = engine.read_photo(photos, current_app.extensions.get("castellan_profile"))
     except BadPhoto as exc:
@@ -163,8 +208,9 @@ def score_photo(photos: list[bytes], players: list[str], *, store_refusal_withou
     info["refusal"] = reading.refusal if result is None else info.get("refusal")
     info["confidence"] = reading.confidence
     info["players"] = players
-    images = [Image("photo" if n == 1 else f"photo_{n}", sniff(p) or "application/octet-stream", p)
-              for n, p in enumerate(photos, 1)]
+    if added_to:
+        info["photos_added_to"] = added_to
+    images = [Image(photo_role(n), sniff(p) or "application/octet-stream", p) for n, p in enumerate(photos, 1)]
     if reading.overlay_jpeg:
         images.append(Image("overlay", "image/jpeg", reading.overlay_jpeg))
     adj = storage().create(kind="score", castle_read=castle, castle_corrected=None, result=result,

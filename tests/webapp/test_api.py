@@ -161,15 +161,19 @@ def test_wrong_form_field_names_the_expected_one(client, store):
     assert store.count() == 0
 
 
-def test_a_photo_without_a_castle_is_refused_with_advice_and_stored(client, store):
-    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+def _noise_jpeg() -> bytes:
     import numpy as np
     from PIL import Image
 
     noise = (np.random.default_rng(1).random((240, 320, 3)) * 255).astype("uint8")
     buf = io.BytesIO()
     Image.fromarray(noise).save(buf, "JPEG")
-    photo = buf.getvalue()
+    return buf.getvalue()
+
+
+def test_a_photo_without_a_castle_is_refused_with_advice_and_stored(client, store):
+    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+    photo = _noise_jpeg()
     r = post_photo(client, photo, players="red,blue")
     body = r.get_json()
     assert r.status_code == 422, body  # noise holds no castle: a refusal that says what to do
@@ -216,6 +220,63 @@ def test_too_many_photos_or_a_bad_one_among_them_is_400_naming_it(client, store)
                     content_type="multipart/form-data")
     assert r.status_code == 400 and "photo 2 (list.jpg)" in r.get_json()["error"]
     assert stored_counts(store) == (0, 0)
+
+
+def test_a_photo_added_to_a_refused_result_is_read_with_its_photo_into_a_new_result(client, store):
+    pytest.importorskip("vision", reason="the photo reader (vision) is not installed")
+    from scoring import parse_castle, score_castle
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+
+    first = _noise_jpeg()  # a photo that shows no castle: refused
+    refused = post_photo(client, first, players="red,blue").get_json()
+    assert refused["refusal"]
+    before = client.get(f"/api/adjudications/{refused['id']}").get_json()
+    second = _toy_photos(views=((70, 120),))[0]
+    r = client.post(f"/api/adjudications/{refused['id']}/photos", data={"photo": (io.BytesIO(second), "higher.jpg")},
+                    content_type="multipart/form-data")
+    body = r.get_json()
+    assert r.status_code == 201, body.get("error")
+    assert body["id"] != refused["id"] and body["reading"]["photos_added_to"] == refused["id"]
+    expected = {c: v["score"] for c, v in score_castle(parse_castle(PHOTO_CASTLE)).to_json()["players"].items()}
+    assert {c: v["score"] for c, v in body["players"].items()} == expected
+    assert body["reading"]["players"] == ["red", "blue"]  # the colours chosen with the first photo
+    assert client.get(body["images"]["photo"]).data == first and client.get(body["images"]["photo_2"]).data == second
+    # The refused result is kept as it was, and the new one links back to it.
+    assert client.get(f"/api/adjudications/{refused['id']}").get_json() == before
+    page = client.get(f"/a/{body['id']}").get_data(as_text=True)
+    assert "2 photos of one castle read together" in page and f'href="/a/{refused["id"]}"' in page
+    assert store.count() == 2
+
+
+def test_adding_photos_to_a_result_that_cannot_take_them_is_refused_and_stores_nothing(client, store):
+    from webapp.storage import Image
+
+    def add(adj_id, *files, **kwargs):
+        data = {"photo": [(io.BytesIO(d), name) for d, name in files]} if files else {}
+        return client.post(f"/api/adjudications/{adj_id}/photos", data=data,
+                           content_type=kwargs.get("content_type", "multipart/form-data"))
+
+    good = jpeg_bytes()
+    photo_result = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                                reading={"refusal": "too dark", "players": []}, images=[Image("photo", "image/jpeg", good)])
+    typed = client.post("/api/score", json=SMALL_CASTLE).get_json()
+    counts = stored_counts(store)
+    cases = [
+        (add("nope", (good, "a.jpg")), 404, "no adjudication 'nope'"),
+        (add(typed["id"], (good, "a.jpg")), 409, "no photo to add to"),
+        (add(photo_result.id), 400, "choose a photo of the same castle"),
+        (add(photo_result.id, *[(good, f"p{n}.jpg") for n in range(4)]), 400, "this result already has 1"),
+        (add(photo_result.id, (good, "a.jpg"), (b"milk, eggs", "list.jpg")), 400, "photo 3 (list.jpg)"),
+        (client.post(f"/api/adjudications/{photo_result.id}/photos", json={}), 415, "multipart/form-data"),
+    ]
+    for r, status, needle in cases:
+        assert r.status_code == status and needle in r.get_json()["error"], (status, r.get_json())
+    ruled = store.create(kind="score", castle_read=SMALL_CASTLE, castle_corrected=None, result={"players": {}},
+                         reading={"players": []}, images=[Image("photo", "image/jpeg", good)])
+    store.mark_ruling(ruled.id, None)
+    r = add(ruled.id, (good, "a.jpg"))
+    assert r.status_code == 409 and "ruling" in r.get_json()["error"]
+    assert stored_counts(store) == (counts[0] + 1, counts[1] + 1)  # only the ruled result made here
 
 
 # --- move checks ------------------------------------------------------------------------------

@@ -274,6 +274,35 @@ def test_two_photos_chosen_together_are_read_as_one_castle_on_a_phone(browser, l
     page.context.close()
 
 
+def test_a_refused_photo_is_read_again_with_another_photo_taken_on_a_phone(browser, live_server, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+    from tests.vision.toyscene import encode_jpeg, render
+
+    blurred, higher = tmp_path / "first.jpg", tmp_path / "higher.jpg"
+    Image.fromarray((np.random.default_rng(3).random((240, 320, 3)) * 255).astype("uint8")).save(blurred)
+    higher.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=70, azimuth=120, size=(640, 480), distance=520, seed=2)))
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(blurred))
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    first_url = page.url
+    assert page.locator("#refusal").is_visible()
+    page.set_input_files("#photo", str(higher))  # the result page's camera button: another photo of the castle
+    assert "higher.jpg" in page.locator("#photo-name").inner_text()
+    page.click("#score-button")
+    page.wait_for_url(lambda url: "/a/" in url and url != first_url, timeout=60_000)
+    assert "2 photos of one castle read together" in page.locator("#read-confidence").inner_text()
+    assert page.locator("#added-to a").get_attribute("href") == first_url.removeprefix(live_server)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    page.goto(first_url)  # the refused result is kept as it was
+    assert page.locator("#refusal").is_visible()
+    page.context.close()
+
+
 def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, live_app, live_server):
     # The reader refused, unsure whether the red keep is a Double Keep; the player sees its guess with
     # that keep, a barely seen wall and a wall barely seen absent marked, adds the missing wall, fixes

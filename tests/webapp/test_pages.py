@@ -132,6 +132,28 @@ def test_a_refused_photo_page_gives_advice_and_the_drawing(client, store):
     assert store.count() == 1
 
 
+def test_a_refused_photo_page_offers_to_add_a_photo_and_names_a_bad_one(client, store):
+    # Without JavaScript the form posts to the page; what was wrong is shown on the same page, and
+    # nothing is stored. A result with four photos (the most read together) offers no more.
+    from webapp.storage import Image
+
+    refused = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                           reading={"refusal": "the photo is too dark", "players": ["red"]},
+                           images=[Image("photo", "image/jpeg", jpeg_bytes())])
+    html = client.get(f"/a/{refused.id}").get_data(as_text=True)
+    assert f'action="/a/{refused.id}/photos"' in html and 'data-max-photos="3"' in html
+    r = client.post(f"/a/{refused.id}/photos", data={"photo": (io.BytesIO(b"milk, eggs"), "list.jpg")},
+                    content_type="multipart/form-data")
+    html = r.get_data(as_text=True)
+    assert r.status_code == 400 and "not a photo" in html and 'id="refusal"' in html
+    assert store.count() == 1
+    full = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
+                        reading={"refusal": "the photos do not agree", "players": []},
+                        images=[Image(role, "image/jpeg", jpeg_bytes()) for role in ("photo", "photo_2", "photo_3", "photo_4")])
+    html = client.get(f"/a/{full.id}").get_data(as_text=True)
+    assert 'id="refusal"' in html and "/photos" not in html
+
+
 def test_image_route_serves_the_stored_photo(client, store):
     from webapp.storage import Image
 

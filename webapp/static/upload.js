@@ -1,13 +1,14 @@
-// Upload page: show the chosen photo(s), refuse an oversized one at once, and send them with a
-// progress bar (upload, then "reading") instead of a frozen page. Without JavaScript the form
-// still posts and redirects.
+// The upload page's form (and a refused result's "add a photo", which shares its element ids): show the
+// chosen photo(s), refuse an oversized one at once, and send them with a progress bar (upload, then
+// "reading") instead of a frozen page. Without JavaScript the form still posts and redirects.
 (function () {
-  const form = document.getElementById("upload-form");
+  const form = document.querySelector("form[data-photo-upload]");
   if (!form) return;
   // Two inputs: the camera (capture) and the gallery/files, which may hold several photos of one castle
   // (read together); whichever was used last counts.
   const inputs = [document.getElementById("photo"), document.getElementById("photo-file")];
   const maxPhotos = parseInt(form.dataset.maxPhotos, 10);
+  const already = parseInt(form.dataset.already || "0", 10);  // photos stored with the result they are added to
   let chosen = [];
   const mb = function (bytes) { return (bytes / 1048576).toFixed(1) + " MB"; };
   const nameEl = document.getElementById("photo-name");
@@ -62,8 +63,9 @@
     xhr.upload.onload = function () {
       fill.style.width = "100%";
       progress.classList.add("reading");
-      text.textContent = chosen.length === 1 ? "Reading the photo… this takes a few seconds."
-        : "Reading the " + chosen.length + " photos… this takes a few seconds each.";
+      const reading = chosen.length + already;
+      text.textContent = reading === 1 ? "Reading the photo… this takes a few seconds."
+        : "Reading the " + reading + " photos… this takes a few seconds each.";
     };
     xhr.onload = function () {
       let body = null;
