@@ -35,7 +35,6 @@ TALLER_THAN_ITS_COLOUR = "taller than its colour's others"
 BIGGER_THAN_ITS_COLOUR = "bigger than its colour's others"
 STACKED_BY_A_SMALL_LEAD = "stacked by a small lead"
 ITS_COLOUR_ALL_LOOK_STACKED = "its colour's other keeps look as big as a Double Keep"
-ANOTHER_OF_ITS_COLOUR_LOOKS_DOUBLE = "another keep of its colour looks double too"
 # Why a keep read weakly for its height is single after all (C5: its colour's one Double Keep is read surely).
 SINGLE_BESIDE_ITS_DOUBLE = "single: its colour's Double Keep is read"
 
@@ -60,7 +59,7 @@ class FoundKeep:
     def height_doubt(self) -> bool:
         """Single or double is a likely misread (weighed as pipeline.HEIGHT_DOUBT)."""
         return self.doubt in (TALLER_THAN_ITS_COLOUR, BIGGER_THAN_ITS_COLOUR, STACKED_BY_A_SMALL_LEAD,
-                              ITS_COLOUR_ALL_LOOK_STACKED, ANOTHER_OF_ITS_COLOUR_LOOKS_DOUBLE)
+                              ITS_COLOUR_ALL_LOOK_STACKED)
 
 
 # Where a keep may stand around its blob's centre, and how it may be turned: the candidates searched.

@@ -27,9 +27,8 @@ from scoring.courtyards import find_courtyards
 from scoring.score import Score, keeps_by_courtyard
 from vision.camera import Camera
 from vision.decode import DecodedPhoto, decode_photo
-from vision.keeps import (ANOTHER_OF_ITS_COLOUR_LOOKS_DOUBLE, BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP,
-                          ITS_COLOUR_ALL_LOOK_STACKED, SINGLE_BESIDE_ITS_DOUBLE, STACKED_BY_A_SMALL_LEAD,
-                          TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
+from vision.keeps import (BIGGER_THAN_ITS_COLOUR, DOUBLE_LEAD, HEIGHT_CAP, ITS_COLOUR_ALL_LOOK_STACKED, SINGLE_BESIDE_ITS_DOUBLE,
+                          STACKED_BY_A_SMALL_LEAD, TALLER_THAN_ITS_COLOUR, FoundKeep, Occluders, find_keeps, shape_confidence)
 from vision.lattice import Lattice, dominant_axis_angle, fit_lattice
 import vision.masks
 from vision.masks import ColourLayers, Masks, colour_layers, compute_masks, printed_mat
@@ -1158,10 +1157,6 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
     more than the keeps (yellow keeps on pine wood, session 70's wrong answer h553555_088 at 0.85), and
     the lead may be the spill's. Surely read Double Keeps were wrong there 4 times of 25 on unseen54-56
     (12 of 284 elsewhere) and 4 of 19 on session 71's new unseen57-58 (4 of 222 elsewhere).
-    So is one whose colour's runner-up looks like a Double Keep on its own, by its outline (stacked by more
-    than keeps.DOUBLE_LEAD) and by its blob's size alike: C5 allows one, so the photo makes that colour's keeps
-    look taller than they are there (session 77's wrong answer h555455__003_v1 at 1.0: at 46 degrees two
-    single red keeps near the camera both looked double, and the one with the larger lead was read so).
     A colour whose Double Keep is read surely by its outline (KEEP_DOUBT or more, no doubt) is settled: its
     other keeps are single by C5, whatever their own reading said of their height. (Dev unseen22b-c: of 59
     weak or doubted keeps so settled in readings with every grey piece right, none was a Double Keep.) A
@@ -1198,11 +1193,6 @@ def choose_double_keeps(keeps: list[FoundKeep], stands_out: float = 0.12, clear_
                 notes.append({"rule": "C5", "severity": "notice",
                               "message": f"every {colour} keep looks as big as a Double Keep here (their colour may run into "
                                          "the table or a shadow), so which one is the Double Keep is uncertain"})
-            elif rest and rest[0].stacked > DOUBLE_LEAD and _look_stacked(rest[:1], rest[0].double_fill):
-                # Two keeps of one colour each look like a Double Keep by outline and size alike, and C5 allows
-                # one: in this photo keeps of that colour there look taller than they are, so the larger lead
-                # proves little.
-                top.confidence, top.doubt = min(top.confidence, HEIGHT_CAP), ANOTHER_OF_ITS_COLOUR_LOOKS_DOUBLE
             looked = sum(1 for k in ks if k.stacked > 0)
             if looked > 1:
                 notes.append({"rule": "C5", "severity": "notice",

@@ -610,25 +610,6 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
     assert [k.confidence for k in surely_single] == [0.9, 0.9]
 
 
-def test_a_double_keep_is_in_doubt_when_another_of_its_colour_looks_double_too():
-    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
-
-    # Two red keeps near the camera each look like a Double Keep by their outline and by their blob's size
-    # (double_fill 1.65: a Double Keep's silhouette there is 1.65 times a single's); a player has one. The one
-    # that looks more stacked is read double, but not surely: the photo makes that colour's keeps look tall.
-    def red(stacked, fill):
-        return _keep(1.0, stacked, fill=fill, colour="red", double_fill=1.65)
-
-    two = [red(0.196, 1.92), red(0.097, 1.63), red(-0.11, 0.91), red(-0.08, 0.76)]
-    choose_double_keeps(two)
-    assert [k.double for k in two] == [True, False, False, False]
-    assert two[0].confidence < KEEP_DOUBT and two[0].height_doubt
-    # A runner-up that looks stacked by its outline but is no bigger than a single keep leaves it sure.
-    one = [red(0.196, 1.92), red(0.097, 1.0), red(-0.11, 0.91), red(-0.08, 0.76)]
-    choose_double_keeps(one)
-    assert one[0].double and one[0].confidence == 1.0
-
-
 def test_a_keep_beside_the_castle_does_not_take_its_colours_double_keep():
     from vision.pipeline import KEEP_DOUBT, choose_double_keeps
 
