@@ -125,7 +125,8 @@ def combine_readings(readings: list[PhotoReading]) -> PhotoReading:
             continue
         differ = differences(reference, moved)
         disputes += [f"{d} (photo {read[0] + 1} and photo {i + 1} differ)" for d in differ]
-        disputing += [i] if differ else []
+        if differ:
+            disputing.append(i)
     photos[read[0]]["alignment"] = Alignment().to_json()
     if disputes:
         shown = "; ".join(disputes[:6]) + (f"; and {len(disputes) - 6} more" if len(disputes) > 6 else "")

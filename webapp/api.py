@@ -32,6 +32,15 @@ def _is_multipart() -> bool:
     return request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
+def _photo_files() -> list:
+    """The files sent in `photo` fields. A form may send the field more than once (camera and file inputs,
+    several photos of one castle): every one that holds a file counts."""
+    photos = [f for f in request.files.getlist("photo") if f.filename]
+    if not photos and request.files.get("photo") is not None:
+        photos = [request.files["photo"]]  # a client that sends no file name
+    return photos
+
+
 def _stored_response(outcome: service.Outcome, status: int = 201):
     adj = outcome.adjudication
     body = dict(adj.result or {})
@@ -70,13 +79,9 @@ def score():
     store = request.args.get("store", "1").lower() not in ("0", "false", "no")
     if _is_multipart():
         players = service.parse_players(request.form.getlist("players"))
-        # A form may send the field more than once (camera and file inputs, several photos of one
-        # castle): every one that holds a file is read, together.
-        photos = [f for f in request.files.getlist("photo") if f.filename]
+        photos = _photo_files()  # several are read together
         castle_text = request.form.get("castle")
         castle_file = request.files.get("castle")
-        if not photos and request.files.get("photo") is not None:
-            photos = [request.files["photo"]]  # a client that sends no file name
         if photos:
             data = service.read_photo_uploads(photos)
             return _stored_response(service.score_photo(data, players, store_refusal_without_reader=False))
@@ -172,10 +177,7 @@ def add_photos(adj_id: str):
     adj = _get_or_404(adj_id)
     if not _is_multipart():
         raise RequestProblem(415, "send the photos as multipart/form-data 'photo' fields")
-    photos = [f for f in request.files.getlist("photo") if f.filename]
-    if not photos and request.files.get("photo") is not None:
-        photos = [request.files["photo"]]  # a client that sends no file name
-    return _stored_response(service.add_photos(adj, photos, store_refusal_without_reader=False))
+    return _stored_response(service.add_photos(adj, _photo_files(), store_refusal_without_reader=False))
 
 
 @bp.post("/api/adjudications/<adj_id>/ruling")

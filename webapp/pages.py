@@ -120,7 +120,8 @@ def _result_page(adj, add_photo_error: str | None = None, status: int = 200):
     return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
                            editable=editable, players=players, guess=guess, highlight=doubted,
                            refusal=(adj.reading or {}).get("refusal") if adj.result is None else None,
-                           room_for_photos=service.room_for_photos(adj), add_photo_error=add_photo_error), status
+                           more_photos=service.photo_roles(adj)[1:], room_for_photos=service.room_for_photos(adj),
+                           add_photo_error=add_photo_error), status
 
 
 @bp.post("/a/<adj_id>/photos")

@@ -93,15 +93,14 @@ def photo_role(number: int) -> str:
     return "photo" if number == 1 else f"photo_{number}"
 
 
+def photo_roles(adj: Adjudication) -> list[str]:
+    """The storage roles of the photos of one castle stored with a result, in the order they were read."""
+    return [photo_role(n) for n in range(1, MAX_PHOTOS + 1) if photo_role(n) in adj.image_roles]
+
+
 def stored_photos(adj: Adjudication) -> list[bytes]:
     """The photos of one castle stored with a photo's result, in the order they were read."""
-    photos = []
-    for number in range(1, MAX_PHOTOS + 1):
-        image = storage().image(adj.id, photo_role(number)) if photo_role(number) in adj.image_roles else None
-        if image is None:
-            break
-        photos.append(image.data)
-    return photos
+    return [storage().image(adj.id, role).data for role in photo_roles(adj)]
 
 
 def room_for_photos(adj: Adjudication) -> int:
@@ -109,7 +108,7 @@ def room_for_photos(adj: Adjudication) -> int:
     result, a judge's ruling, or MAX_PHOTOS already)."""
     if adj.kind != "score" or adj.ruling or "photo" not in adj.image_roles:
         return 0
-    return MAX_PHOTOS - sum(photo_role(n) in adj.image_roles for n in range(1, MAX_PHOTOS + 1))
+    return MAX_PHOTOS - len(photo_roles(adj))
 
 
 def add_photos(adj: Adjudication, files: list[FileStorage], *, store_refusal_without_reader: bool) -> Outcome:

@@ -251,10 +251,9 @@ def test_a_photo_added_to_a_refused_result_is_read_with_its_photo_into_a_new_res
 def test_adding_photos_to_a_result_that_cannot_take_them_is_refused_and_stores_nothing(client, store):
     from webapp.storage import Image
 
-    def add(adj_id, *files, **kwargs):
+    def add(adj_id, *files):
         data = {"photo": [(io.BytesIO(d), name) for d, name in files]} if files else {}
-        return client.post(f"/api/adjudications/{adj_id}/photos", data=data,
-                           content_type=kwargs.get("content_type", "multipart/form-data"))
+        return client.post(f"/api/adjudications/{adj_id}/photos", data=data, content_type="multipart/form-data")
 
     good = jpeg_bytes()
     photo_result = store.create(kind="score", castle_read=None, castle_corrected=None, result=None,
