@@ -117,11 +117,17 @@ def _result_page(adj, add_photo_error: str | None = None, status: int = 200):
     editable = service.can_edit(adj, None, None)
     players = (adj.reading or {}).get("players") or []
     guess, doubted = service.unsure_guess(adj) or (None, None)
+    # A score the reader gave, as it read it, may be checked with another photo (a judge asked about a
+    # placement takes one from the other side); a castle corrected or entered by hand is no longer the
+    # photos' reading, and reading them again would set the corrections aside.
+    room_for_photos = service.room_for_photos(adj)
+    check_with_photo = (adj.result is not None and adj.castle_read is not None and not adj.castle_corrected
+                        and room_for_photos > 0)
     return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
                            editable=editable, players=players, guess=guess, highlight=doubted,
                            refusal=(adj.reading or {}).get("refusal") if adj.result is None else None,
-                           more_photos=service.photo_roles(adj)[1:], room_for_photos=service.room_for_photos(adj),
-                           add_photo_error=add_photo_error), status
+                           more_photos=service.photo_roles(adj)[1:], room_for_photos=room_for_photos,
+                           check_with_photo=check_with_photo, add_photo_error=add_photo_error), status
 
 
 @bp.post("/a/<adj_id>/photos")

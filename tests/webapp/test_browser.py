@@ -303,6 +303,39 @@ def test_a_refused_photo_is_read_again_with_another_photo_taken_on_a_phone(brows
     page.context.close()
 
 
+def test_a_score_is_checked_with_a_photo_from_the_other_side_on_a_phone(browser, live_server, tmp_path):
+    # A judge asked about the red keep: the first photo scored the castle; a photo from the other side
+    # shows the red keep single, and the two read together name the courtyard they disagree about.
+    import copy
+
+    from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
+    from tests.vision.toyscene import encode_jpeg, render
+
+    first, other = tmp_path / "first.jpg", tmp_path / "other-side.jpg"
+    first.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=70, azimuth=120, size=(640, 480), distance=520, seed=2)))
+    red_single = copy.deepcopy(PHOTO_CASTLE)
+    red_single["keeps"][0]["double"] = False
+    other.write_bytes(encode_jpeg(render(red_single, elevation=55, azimuth=30, size=(640, 480), distance=520, seed=2)))
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(first))
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    first_url, first_score = page.url, page.locator("#score-area").inner_text()
+    assert not page.locator("#refusal").count() and "Photo read" in page.locator("#read-confidence").inner_text()
+    assert not page.locator("#photo").is_visible()  # folded away under the score
+    page.click("#check-with-photo summary")
+    page.set_input_files("#photo", str(other))
+    page.click("#score-button")
+    page.wait_for_url(lambda url: "/a/" in url and url != first_url, timeout=60_000)
+    assert "do not agree about 1 piece: the keeps in the courtyard" in page.locator("#refusal").inner_text()
+    assert page.locator("#added-to a").get_attribute("href") == first_url.removeprefix(live_server)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    page.goto(first_url)  # the score checked is kept as it was
+    assert page.locator("#score-area").inner_text() == first_score
+    page.context.close()
+
+
 def test_a_refused_photo_is_checked_from_the_readers_guess_on_a_phone(browser, live_app, live_server):
     # The reader refused, unsure whether the red keep is a Double Keep; the player sees its guess with
     # that keep, a barely seen wall and a wall barely seen absent marked, adds the missing wall, fixes

@@ -154,6 +154,36 @@ def test_a_refused_photo_page_offers_to_add_a_photo_and_names_a_bad_one(client, 
     assert 'id="refusal"' in html and "/photos" not in html
 
 
+def test_a_score_read_from_a_photo_offers_a_check_with_another_photo(client, store):
+    # A judge asked about a placement takes a photo from the other side: the page offers it beside the
+    # reader's own score (without JavaScript too), not beside a castle corrected by hand, whose
+    # corrections reading the photos again would set aside, nor a judge's ruling.
+    from webapp import engine
+    from webapp.storage import Image
+
+    def photo_result(**fields):
+        return store.create(kind="score", castle_read=SMALL_CASTLE, result=engine.score(SMALL_CASTLE),
+                            reading={"confidence": 0.9, "players": []},
+                            images=[Image("photo", "image/jpeg", jpeg_bytes())], **fields)
+
+    read = photo_result(castle_corrected=None)
+    html = client.get(f"/a/{read.id}").get_data(as_text=True)
+    check = re.search(r'<details class="card" id="check-with-photo">(.*?)</details>', html, re.S).group(1)
+    assert f'action="/a/{read.id}/photos"' in check and 'data-max-photos="3"' in check
+    assert "where they disagree, the pieces in dispute are named" in check and "upload.js" in html
+    r = client.post(f"/a/{read.id}/photos", data={"photo": (io.BytesIO(b"milk, eggs"), "list.jpg")},
+                    content_type="multipart/form-data")
+    html = r.get_data(as_text=True)
+    assert r.status_code == 400 and '<details class="card" id="check-with-photo" open>' in html
+    assert re.search(r'id="upload-error">[^<]*not a photo', html)  # shown in the open form, once
+    assert html.count("not a photo") == 1 and store.count() == 1
+    corrected = photo_result(castle_corrected=castle_copy())
+    assert "check-with-photo" not in client.get(f"/a/{corrected.id}").get_data(as_text=True)
+    ruled = photo_result(castle_corrected=None)
+    store.mark_ruling(ruled.id, "the wall stands")
+    assert "check-with-photo" not in client.get(f"/a/{ruled.id}").get_data(as_text=True)
+
+
 def test_image_route_serves_the_stored_photo(client, store):
     from webapp.storage import Image
 
