@@ -164,3 +164,24 @@ def test_same_readings_names_the_photos_whose_reading_changed(tmp_path, capsys):
     assert "1 of 3 readings the same" in capsys.readouterr().out
     assert main(["record", str(tmp_path / "out.json"), str(tmp_path / "missing.jpg")]) == 2
     assert "no such photo" in capsys.readouterr().err
+
+
+def test_wrong_walls_are_sorted_by_how_the_page_points_at_them():
+    # The middle long wall read as two short walls with a doubted tower between them (a misidentification
+    # the page points at through the tower), and a wall of the ring missed where the reader saw a step
+    # barely absent (marked itself); the guess is in another frame than the truth.
+    from benchmarks.wall_marks import classify_walls
+
+    truth = parse_castle(SMALL_CASTLE)
+    guess = json.loads(json.dumps(SMALL_CASTLE))
+    (ax, ay), (bx, by) = guess["walls"][-1]["from"], guess["walls"][-1]["to"]
+    mid = [(ax + bx) // 2, (ay + by) // 2]
+    guess["walls"][-1:] = [{"from": [ax, ay], "to": mid}, {"from": mid, "to": [bx, by]}]
+    guess["towers"].append(mid)
+    ring = guess["walls"].pop(0)
+    guess = _turned_and_shifted(guess)
+    moved = _turned_and_shifted({"towers": [mid], "walls": [ring], "keeps": []})
+    guess.update(towers_to_check=moved["towers"], unsure_absent_walls=moved["walls"])
+    walls = sorted(classify_walls(guess, parse_castle(guess), truth))
+    assert walls == sorted([("extra", True, False, True)] * 2 + [("missing", True, False, True), ("missing", False, True, False)]
+                           + [("right", False, False, False)] * 5)
