@@ -257,12 +257,8 @@ def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser,
 
 def test_two_photos_chosen_together_are_read_as_one_castle_on_a_phone(browser, live_server, tmp_path):
     from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
-    from tests.vision.toyscene import encode_jpeg, render
 
-    paths = []
-    for n, (e, a) in enumerate(((70, 120), (55, 30)), 1):
-        paths.append(tmp_path / f"side{n}.jpg")
-        paths[-1].write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2)))
+    paths = [_toy_photo(tmp_path / f"side{n}.jpg", PHOTO_CASTLE, e, a) for n, (e, a) in enumerate(((70, 120), (55, 30)), 1)]
     page = browser.new_context(**PHONE).new_page()
     page.goto(live_server + "/")
     page.set_input_files("#photo-file", [str(p) for p in paths])  # the gallery input takes several
@@ -274,30 +270,49 @@ def test_two_photos_chosen_together_are_read_as_one_castle_on_a_phone(browser, l
     page.context.close()
 
 
+def _toy_photo(path: Path, castle: dict, elevation: float, azimuth: float) -> Path:
+    """A small rendered photo of `castle` written to `path`."""
+    from tests.vision.toyscene import encode_jpeg, render
+
+    path.write_bytes(encode_jpeg(render(castle, elevation=elevation, azimuth=azimuth, size=(640, 480), distance=520, seed=2)))
+    return path
+
+
+def _upload_on_a_phone(browser, live_server, photo: Path):
+    """A phone's page on the result of `photo` uploaded from the start page."""
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/")
+    page.set_input_files("#photo", str(photo))
+    page.click("#score-button")
+    page.wait_for_url("**/a/*", timeout=60_000)
+    return page
+
+
+def _add_photo(page, photo: Path) -> str:
+    """Take `photo` with the result page's camera button and read it with the stored ones: the new result's
+    page (the first result's URL returned)."""
+    first_url = page.url
+    page.set_input_files("#photo", str(photo))
+    assert photo.name in page.locator("#photo-name").inner_text()
+    page.click("#score-button")
+    page.wait_for_url(lambda url: "/a/" in url and url != first_url, timeout=60_000)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    return first_url
+
+
 def test_a_refused_photo_is_read_again_with_another_photo_taken_on_a_phone(browser, live_server, tmp_path):
     import numpy as np
     from PIL import Image
 
     from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
-    from tests.vision.toyscene import encode_jpeg, render
 
-    blurred, higher = tmp_path / "first.jpg", tmp_path / "higher.jpg"
+    blurred = tmp_path / "first.jpg"
     Image.fromarray((np.random.default_rng(3).random((240, 320, 3)) * 255).astype("uint8")).save(blurred)
-    higher.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=70, azimuth=120, size=(640, 480), distance=520, seed=2)))
-    page = browser.new_context(**PHONE).new_page()
-    page.goto(live_server + "/")
-    page.set_input_files("#photo", str(blurred))
-    page.click("#score-button")
-    page.wait_for_url("**/a/*", timeout=60_000)
-    first_url = page.url
+    page = _upload_on_a_phone(browser, live_server, blurred)
     assert page.locator("#refusal").is_visible()
-    page.set_input_files("#photo", str(higher))  # the result page's camera button: another photo of the castle
-    assert "higher.jpg" in page.locator("#photo-name").inner_text()
-    page.click("#score-button")
-    page.wait_for_url(lambda url: "/a/" in url and url != first_url, timeout=60_000)
+    first_url = _add_photo(page, _toy_photo(tmp_path / "higher.jpg", PHOTO_CASTLE, 70, 120))
     assert "2 photos of one castle read together" in page.locator("#read-confidence").inner_text()
     assert page.locator("#added-to a").get_attribute("href") == first_url.removeprefix(live_server)
-    assert page.evaluate("document.documentElement.scrollWidth") <= 375
     page.goto(first_url)  # the refused result is kept as it was
     assert page.locator("#refusal").is_visible()
     page.context.close()
@@ -309,28 +324,17 @@ def test_a_score_is_checked_with_a_photo_from_the_other_side_on_a_phone(browser,
     import copy
 
     from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
-    from tests.vision.toyscene import encode_jpeg, render
 
-    first, other = tmp_path / "first.jpg", tmp_path / "other-side.jpg"
-    first.write_bytes(encode_jpeg(render(PHOTO_CASTLE, elevation=70, azimuth=120, size=(640, 480), distance=520, seed=2)))
     red_single = copy.deepcopy(PHOTO_CASTLE)
     red_single["keeps"][0]["double"] = False
-    other.write_bytes(encode_jpeg(render(red_single, elevation=55, azimuth=30, size=(640, 480), distance=520, seed=2)))
-    page = browser.new_context(**PHONE).new_page()
-    page.goto(live_server + "/")
-    page.set_input_files("#photo", str(first))
-    page.click("#score-button")
-    page.wait_for_url("**/a/*", timeout=60_000)
-    first_url, first_score = page.url, page.locator("#score-area").inner_text()
+    page = _upload_on_a_phone(browser, live_server, _toy_photo(tmp_path / "first.jpg", PHOTO_CASTLE, 70, 120))
+    first_score = page.locator("#score-area").inner_text()
     assert not page.locator("#refusal").count() and "Photo read" in page.locator("#read-confidence").inner_text()
     assert not page.locator("#photo").is_visible()  # folded away under the score
     page.click("#check-with-photo summary")
-    page.set_input_files("#photo", str(other))
-    page.click("#score-button")
-    page.wait_for_url(lambda url: "/a/" in url and url != first_url, timeout=60_000)
+    first_url = _add_photo(page, _toy_photo(tmp_path / "other-side.jpg", red_single, 55, 30))
     assert "do not agree about 1 piece: the keeps in the courtyard" in page.locator("#refusal").inner_text()
     assert page.locator("#added-to a").get_attribute("href") == first_url.removeprefix(live_server)
-    assert page.evaluate("document.documentElement.scrollWidth") <= 375
     page.goto(first_url)  # the score checked is kept as it was
     assert page.locator("#score-area").inner_text() == first_score
     page.context.close()
