@@ -218,6 +218,52 @@ def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server)
     page.context.close()
 
 
+def test_a_long_wall_read_as_two_short_walls_is_mended_with_one_tap_on_the_tower(browser, live_server):
+    # The readers' commonest wall mix-up: a long wall read as two short walls with a tower between them.
+    # Walls meet only at towers (G1), so taking the tower away leaves the long wall; a tower put back on
+    # its middle parts it again.
+    from scoring import parse_castle, score_castle
+    from tests.vision.toyscene import SMALL_CASTLE as BUILT  # its middle wall a long wall
+
+    def red_points(castle: dict) -> int:
+        return score_castle(parse_castle(castle)).to_json()["players"]["red"]["score"]
+
+    split = json.loads(json.dumps(BUILT))
+    split["walls"].remove({"from": [1, 0], "to": [1, 2]})
+    split["walls"] += [{"from": [1, 0], "to": [1, 1]}, {"from": [1, 1], "to": [1, 2]}]
+    split["towers"].append([1, 1])
+    page = browser.new_context(**PHONE).new_page()
+    page.goto(live_server + "/draw")
+    page.click("text=Edit as castellan/1 JSON")
+    page.fill("#castle-json", json.dumps(split))
+    page.click("#load-json")
+    page.wait_for_selector('#players-table tr[data-player="red"]')
+    assert points(page, "red") == red_points(split)
+
+    def walls_and_towers():
+        return _walls_and_towers_of(json.loads(page.input_value("#castle-json")))
+
+    page.click('button[data-tool="tower"]')
+    tap_point(page, 1, 1)
+    page.wait_for_selector("#edit-status:has-text('one long wall')")
+    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    assert walls_and_towers() == _walls_and_towers_of(BUILT) and points(page, "red") == red_points(BUILT)
+    tap_point(page, 1, 1)
+    page.wait_for_selector("#edit-status:has-text('two short walls')")
+    page.wait_for_selector("#edit-status:has-text('Score updated')")
+    assert walls_and_towers() == _walls_and_towers_of(split) and points(page, "red") == red_points(split)
+    # Where more than two walls meet, or they do not run in line, a tower is only taken away.
+    tap_point(page, 0, 0)
+    page.wait_for_function("document.getElementById('lattice').dataset.towers === '6'")
+    assert len(json.loads(page.input_value("#castle-json"))["walls"]) == len(split["walls"])
+    page.context.close()
+
+
+def _walls_and_towers_of(castle: dict):
+    return (sorted(tuple(sorted((tuple(w["from"]), tuple(w["to"])))) for w in castle["walls"]),
+            sorted(map(tuple, castle["towers"])))
+
+
 def test_a_photo_that_is_read_is_scored_corrected_and_shared_on_a_phone(browser, live_server, tmp_path):
     # A small top-down render the reader must read exactly (tests/vision asserts it does), so this
     # covers the scored-photo path; the Mitsuba sample photos are mostly refused today.

@@ -132,7 +132,7 @@
     s.classList.toggle("error", !!isError);
   }
 
-  function rescore() {
+  function rescore(note) {
     const mine = ++seq;
     status("Scoring…");
     fetch(data.preview, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ castle: castle, players: players }) })
@@ -145,18 +145,53 @@
         if (area) area.innerHTML = body.html;
         const fcard = document.getElementById("findings-card");
         if (fcard) { fcard.innerHTML = body.findings_html; fcard.hidden = false; }
-        status(dirty ? "Score updated. Not saved yet." : "Score updated.");
+        status((note ? note + " " : "") + (dirty ? "Score updated. Not saved yet." : "Score updated."));
         draw();
       })
       .catch(() => { if (mine === seq) status("Could not reach the server to score the castle.", true); });
   }
 
-  function change(mutate) {
+  function change(mutate, note) {
     undo.push(JSON.stringify(castle));
     mutate();
     dirty = true;
     draw();
-    rescore();
+    rescore(note);
+  }
+
+  // Walls meet only at towers (G1) and a long wall is as long as two short walls with a tower between
+  // (G3), so a tower is all that tells a long wall from two short ones: the readers' commonest mix-up.
+  // Taking away the tower where just two short walls meet in line leaves the long wall they then are,
+  // and a tower put on a long wall's middle parts it into two short walls: one tap mends either.
+  const steps = (a, b) => Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]);
+  const midway = (a, b, p) => a[0] + b[0] === 2 * p[0] && a[1] + b[1] === 2 * p[1];
+  function shortWallsInLineAt(p) {
+    const at = castle.walls.filter((w) => key(w.from) === key(p) || key(w.to) === key(p));
+    if (at.length !== 2) return null;
+    const ends = at.map((w) => (key(w.from) === key(p) ? w.to : w.from));
+    if (steps(ends[0], p) !== 1 || steps(ends[1], p) !== 1 || !midway(ends[0], ends[1], p)) return null;
+    return { walls: at, from: ends[0], to: ends[1] };
+  }
+  function removeTower(i) {
+    const p = castle.towers[i];
+    const pair = shortWallsInLineAt(p);
+    change(() => {
+      castle.towers.splice(i, 1);
+      if (pair) {
+        castle.walls = castle.walls.filter((w) => !pair.walls.includes(w));
+        castle.walls.push({ from: pair.from, to: pair.to });
+      }
+    }, pair ? "Without the tower the two short walls are one long wall." : "");
+  }
+  function addTower(p) {
+    const long = castle.walls.findIndex((w) => steps(w.from, w.to) === 2 && midway(w.from, w.to, p));
+    change(() => {
+      castle.towers.push(p);
+      if (long >= 0) {
+        const w = castle.walls.splice(long, 1)[0];
+        castle.walls.push({ from: w.from, to: p }, { from: p, to: w.to });
+      }
+    }, long >= 0 ? "The tower parts the long wall into two short walls." : "");
   }
 
   function toLattice(evt) {
@@ -197,7 +232,7 @@
     if (tool === "tower") {
       if (!near(q, p, 0.4)) { status("Tap on a lattice point to add or remove a tower."); return; }
       const i = castle.towers.findIndex((t) => key(t) === key(p));
-      change(() => { if (i >= 0) castle.towers.splice(i, 1); else castle.towers.push(p); });
+      if (i >= 0) removeTower(i); else addTower(p);
     } else if (tool === "wall") {
       if (!near(q, p, 0.4)) { status("Tap on a lattice point: a wall runs between two points."); return; }
       if (!pending) { pending = p; status("Now tap the wall's other end (1 or 2 steps away)."); draw(); return; }
@@ -218,7 +253,7 @@
       const k = keepAt(q);
       if (k >= 0) { change(() => castle.keeps.splice(k, 1)); select(-1); return; }
       const t = castle.towers.findIndex((x) => near(q, x, 0.3));
-      if (t >= 0) { change(() => castle.towers.splice(t, 1)); return; }
+      if (t >= 0) { removeTower(t); return; }
       let best = -1, bd = 0.25;
       castle.walls.forEach((w, i) => { const d = segDist(q, w); if (d < bd) { bd = d; best = i; } });
       if (best >= 0) { change(() => castle.walls.splice(best, 1)); return; }
