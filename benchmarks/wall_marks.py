@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted(set(result["all_refused"]) | set(result["near_miss"])):
         print(f"{key:<48}{result['all_refused'].get(key, 0):>12}{result['near_miss'].get(key, 0):>12}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1))
+        args.json.write_text(json.dumps(result, separators=(",", ":")) + "\n")  # a row per photo: compact
     return 0
 
 
