@@ -192,13 +192,19 @@ def test_oversized_photo_is_refused_before_upload(browser, live_server, tmp_path
     page.context.close()
 
 
-def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server):
+def _drawn_on_a_phone(browser, live_server, castle: dict):
+    """A phone's /draw page with `castle` loaded as castellan/1 JSON and scored."""
     page = browser.new_context(**PHONE).new_page()
     page.goto(live_server + "/draw")
     page.click("text=Edit as castellan/1 JSON")
-    page.fill("#castle-json", json.dumps(SMALL_CASTLE))
+    page.fill("#castle-json", json.dumps(castle))
     page.click("#load-json")
     page.wait_for_selector('#players-table tr[data-player="red"]')
+    return page
+
+
+def test_keep_colour_double_keep_and_towers_on_the_lattice(browser, live_server):
+    page = _drawn_on_a_phone(browser, live_server, SMALL_CASTLE)
     assert points(page, "red") == 12  # 6 towers, Double Keep
 
     select_the_keep(page)
@@ -232,12 +238,7 @@ def test_a_long_wall_read_as_two_short_walls_is_mended_with_one_tap_on_the_tower
     split["walls"].remove({"from": [1, 0], "to": [1, 2]})
     split["walls"] += [{"from": [1, 0], "to": [1, 1]}, {"from": [1, 1], "to": [1, 2]}]
     split["towers"].append([1, 1])
-    page = browser.new_context(**PHONE).new_page()
-    page.goto(live_server + "/draw")
-    page.click("text=Edit as castellan/1 JSON")
-    page.fill("#castle-json", json.dumps(split))
-    page.click("#load-json")
-    page.wait_for_selector('#players-table tr[data-player="red"]')
+    page = _drawn_on_a_phone(browser, live_server, split)
     assert points(page, "red") == red_points(split)
 
     def walls_and_towers():
