@@ -78,25 +78,48 @@ def best_alignment(found, truth) -> Alignment:
     return best
 
 
-def wrong_walls_marked(guess: dict, found, truth) -> list[int]:
-    """[marked, wrong]: the walls a player must fix on a refused guess (extra ones, missing ones), and how
-    many of them the result page marks (an extra wall marked `check`, a missing wall with a step among
-    the guess's `unsure_absent_walls`)."""
+def wall_steps(a: tuple, b: tuple) -> set[tuple]:
+    """The unit lattice steps of the wall from a to b (each step's two points sorted)."""
+    n = abs(b[0] - a[0]) + abs(b[1] - a[1])
+    pts = [(a[0] + (b[0] - a[0]) * i // n, a[1] + (b[1] - a[1]) * i // n) for i in range(n + 1)]
+    return {tuple(sorted(s)) for s in zip(pts, pts[1:])}
+
+
+def classify_walls(guess: dict, found, truth) -> list[tuple[str, bool, bool, bool]]:
+    """Each wall of a refused guess (its castellan/1 JSON with the reader's marks, and as a Castle) against
+    the true Castle: (right | extra | missing, misidentified: it shares a step with a wall of the other side,
+    marked itself: an extra wall marked `check` or a missing one with a step among the guess's
+    `unsure_absent_walls`, a doubted tower on it: one of its points among `towers_to_check` or
+    `unsure_absent_towers`)."""
     al = best_alignment(found, truth)
 
-    def moved(w: dict) -> tuple:
-        return tuple(sorted(tuple(al.map(tuple(w[end]))) for end in ("from", "to")))
+    def wall_key(w: dict) -> tuple:
+        return tuple(sorted((tuple(al.map(tuple(w["from"]))), tuple(al.map(tuple(w["to"]))))))
 
     true_walls = {tuple(sorted((w.a, w.b))) for w in truth.walls}
-    guessed = {moved(w): bool(w.get("check")) for w in guess.get("walls", [])}
-    maybe = {moved(w) for w in guess.get("unsure_absent_walls", [])}
-    extra = [marked for w, marked in guessed.items() if w not in true_walls]
-    missing = []
-    for a, b in true_walls - set(guessed):
-        n = abs(b[0] - a[0]) + abs(b[1] - a[1])
-        pts = [(a[0] + (b[0] - a[0]) * i // n, a[1] + (b[1] - a[1]) * i // n) for i in range(n + 1)]
-        missing.append(any(tuple(sorted(step)) in maybe for step in zip(pts, pts[1:])))
-    return [sum(extra) + sum(missing), len(extra) + len(missing)]
+    guessed = {wall_key(w): w for w in guess.get("walls", [])}
+    true_steps = set().union(*(wall_steps(*k) for k in true_walls))
+    guess_steps = set().union(*(wall_steps(*k) for k in guessed))
+    maybe_absent = {wall_key(w) for w in guess.get("unsure_absent_walls", [])}
+    doubted_towers = {tuple(al.map(tuple(t))) for t in guess.get("towers_to_check", []) + guess.get("unsure_absent_towers", [])}
+
+    def at_doubted_tower(k: tuple) -> bool:
+        return any(pt in doubted_towers for step in wall_steps(*k) for pt in step)
+
+    walls = []
+    for k, w in guessed.items():
+        kind = "right" if k in true_walls else "extra"
+        walls.append((kind, kind == "extra" and bool(wall_steps(*k) & true_steps), bool(w.get("check")), at_doubted_tower(k)))
+    for k in true_walls - set(guessed):
+        walls.append(("missing", bool(wall_steps(*k) & guess_steps), bool(wall_steps(*k) & maybe_absent), at_doubted_tower(k)))
+    return walls
+
+
+def wrong_walls_marked(guess: dict, found, truth) -> list[int]:
+    """[marked, wrong]: the walls a player must fix on a refused guess (extra ones, missing ones), and how
+    many of them the result page marks themselves (classify_walls)."""
+    wrong = [marked for kind, _, marked, _ in classify_walls(guess, found, truth) if kind != "right"]
+    return [sum(wrong), len(wrong)]
 
 
 def wrong_towers_marked(guess: dict, found, truth) -> list[int]:

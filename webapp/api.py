@@ -33,9 +33,8 @@ def _is_multipart() -> bool:
 
 
 def _photo_files() -> list:
-    """The files sent in `photo` fields. A form may send the field more than once (camera and file inputs,
-    several photos of one castle): every one that holds a file counts."""
-    photos = [f for f in request.files.getlist("photo") if f.filename]
+    """The files sent in `photo` fields (service.chosen_photos), or the one a client sent without a file name."""
+    photos = service.chosen_photos(request.files)
     if not photos and request.files.get("photo") is not None:
         photos = [request.files["photo"]]  # a client that sends no file name
     return photos

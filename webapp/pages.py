@@ -52,8 +52,7 @@ def upload_post():
     """The upload form without JavaScript: a photo (or a castle) in, a redirect to its result out."""
     try:
         players = service.parse_players(request.form.getlist("players"))
-        # The camera input and the file input are both named "photo"; every photo chosen is read, together.
-        photos = service.read_photo_uploads([f for f in request.files.getlist("photo") if f.filename])
+        photos = service.read_photo_uploads(service.chosen_photos(request.files))  # read together
         castle_text = request.form.get("castle", "").strip()
         if photos:
             outcome = service.score_photo(photos, players, store_refusal_without_reader=True)
@@ -123,11 +122,12 @@ def _result_page(adj, add_photo_error: str | None = None, status: int = 200):
     room_for_photos = service.room_for_photos(adj)
     check_with_photo = (adj.result is not None and adj.castle_read is not None and not adj.castle_corrected
                         and room_for_photos > 0)
+    refusal = (adj.reading or {}).get("refusal") if adj.result is None else None
     return render_template("result.html", adj=adj, result=adj.result, share_url=share_url,
-                           editable=editable, players=players, guess=guess, highlight=doubted,
-                           refusal=(adj.reading or {}).get("refusal") if adj.result is None else None,
+                           editable=editable, players=players, guess=guess, highlight=doubted, refusal=refusal,
                            more_photos=service.photo_roles(adj)[1:], room_for_photos=room_for_photos,
-                           check_with_photo=check_with_photo, add_photo_error=add_photo_error), status
+                           check_with_photo=check_with_photo, add_photo_error=add_photo_error,
+                           photo_form=bool(refusal and room_for_photos) or check_with_photo), status
 
 
 @bp.post("/a/<adj_id>/photos")
@@ -136,8 +136,7 @@ def add_photos(adj_id: str):
     without JavaScript): a redirect to the new result."""
     adj = _adjudication_or_404(adj_id)
     try:
-        outcome = service.add_photos(adj, [f for f in request.files.getlist("photo") if f.filename],
-                                     store_refusal_without_reader=True)
+        outcome = service.add_photos(adj, service.chosen_photos(request.files), store_refusal_without_reader=True)
     except RequestProblem as exc:
         return _result_page(adj, exc.message, exc.status)
     return redirect(url_for("pages.result", adj_id=outcome.adjudication.id), code=303)

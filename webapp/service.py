@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import current_app, session, url_for
-from werkzeug.datastructures import FileStorage
+from werkzeug.datastructures import FileStorage, MultiDict
 
 from . import engine
 from .engine import COLOURS, BadCastle, BadPhoto, EngineUnavailable
@@ -73,6 +73,12 @@ def read_upload(file: FileStorage, what: str = "photo") -> bytes:
     except BadPhoto as exc:
         raise RequestProblem(exc.status, f"{what}: {exc}" if what != "photo" else str(exc))
     return data
+
+
+def chosen_photos(files: MultiDict) -> list[FileStorage]:
+    """The files chosen in a form's `photo` fields: a form may send the field more than once (camera and
+    file inputs, several photos of one castle), and an input left empty as a file with no name."""
+    return [f for f in files.getlist("photo") if f.filename]
 
 
 def read_photo_uploads(files: list[FileStorage], *, already: int = 0) -> list[bytes]:

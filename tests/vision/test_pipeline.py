@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scoring import parse_castle, score_castle
-from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render, top_down_jpeg
+from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render, top_down_jpeg, toy_photo
 from vision import PhotoError, read_photo
 from vision.pipeline import CONFIDENCE_THRESHOLD
 
@@ -70,7 +70,7 @@ def test_nearly_top_down_photo_is_scored_exactly(top_down):
 @pytest.mark.parametrize("elevation, azimuth", [(70, 120), (65, 200), (55, 30)])
 def test_oblique_photo_is_scored_right(elevation, azimuth):
     # Tops lean away from footprints here; the reading must model that (in spec: 35 degrees and up).
-    data = encode_jpeg(render(SMALL_CASTLE, elevation=elevation, azimuth=azimuth, size=(640, 480), distance=520, seed=2))
+    data = toy_photo(SMALL_CASTLE, elevation, azimuth)
     reading = read_photo(data)
     assert reading.rectification["elevation_deg"] == pytest.approx(elevation, abs=5)
     _assert_scored_right(reading)

@@ -12,7 +12,7 @@ import pytest
 
 from scoring import parse_castle, score_castle
 from scoring.align import Alignment
-from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render
+from tests.vision.toyscene import SMALL_CASTLE, toy_photo
 from vision import PhotoError
 from vision.pipeline import CONFIDENCE_THRESHOLD, PhotoReading
 from vision.several_photos import combine_readings, read_photos
@@ -126,8 +126,7 @@ def test_a_photo_that_shows_no_castle_leaves_the_reading_to_the_others():
 
 
 def test_two_rendered_photos_of_one_castle_are_read_together():
-    photos = [encode_jpeg(render(SMALL_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2))
-              for e, a in ((70, 120), (55, 30))]
+    photos = [toy_photo(SMALL_CASTLE, e, a) for e, a in ((70, 120), (55, 30))]
     from vision import read_photo
 
     alone = [read_photo(p) for p in photos]
@@ -140,7 +139,7 @@ def test_two_rendered_photos_of_one_castle_are_read_together():
 
 def test_a_file_among_the_photos_that_is_not_a_photo_is_named(tmp_path):
     photo = tmp_path / "castle.jpg"
-    photo.write_bytes(encode_jpeg(render(SMALL_CASTLE, elevation=70, azimuth=120, size=(320, 240), distance=520, seed=2)))
+    photo.write_bytes(toy_photo(SMALL_CASTLE, 70, 120, size=(320, 240)))
     bad = tmp_path / "notes.jpg"
     bad.write_bytes(b"shopping list: milk, eggs")
     with pytest.raises(PhotoError, match="photo 2"):
@@ -164,7 +163,7 @@ def test_the_benchmark_reads_each_castles_photos_alone_and_together(tmp_path, ca
     for view, (e, a) in enumerate(((70, 120), (55, 30))):
         photo = tmp_path / ("views" if view else "first") / f"castle_{view}.jpg"
         photo.parent.mkdir(exist_ok=True)
-        photo.write_bytes(encode_jpeg(render(SMALL_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2)))
+        photo.write_bytes(toy_photo(SMALL_CASTLE, e, a))
         photo.with_suffix(".json").write_text(json.dumps({"castle": SMALL_CASTLE, "view": view,
                                                           "conditions": {"seed": 7, "elevation_deg": e}}))
     out = tmp_path / "result.json"

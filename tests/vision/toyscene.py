@@ -20,6 +20,12 @@ SMALL_CASTLE = {
 }
 
 
+def toy_photo(castle: dict, elevation: float, azimuth: float, size: tuple[int, int] = (640, 480)) -> bytes:
+    """A small JPEG of `castle` seen from `elevation` and `azimuth` (degrees), as the tests that read
+    oblique photos take it: 520 units away, the same lighting seed."""
+    return encode_jpeg(render(castle, elevation=elevation, azimuth=azimuth, size=size, distance=520, seed=2))
+
+
 @functools.lru_cache(maxsize=1)
 def top_down_jpeg() -> bytes:
     """SMALL_CASTLE from 80 degrees, nearly straight down (a Double Keep's extra height still shows):

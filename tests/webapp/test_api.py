@@ -187,9 +187,9 @@ def test_a_photo_without_a_castle_is_refused_with_advice_and_stored(client, stor
 
 def _toy_photos(views=((70, 120), (55, 30))) -> list[bytes]:
     from tests.vision.toyscene import SMALL_CASTLE as PHOTO_CASTLE
-    from tests.vision.toyscene import encode_jpeg, render
+    from tests.vision.toyscene import toy_photo
 
-    return [encode_jpeg(render(PHOTO_CASTLE, elevation=e, azimuth=a, size=(640, 480), distance=520, seed=2)) for e, a in views]
+    return [toy_photo(PHOTO_CASTLE, e, a) for e, a in views]
 
 
 def test_photos_of_one_castle_from_two_sides_are_read_together_and_all_stored(client, store):

@@ -319,9 +319,9 @@ def test_two_photos_chosen_together_are_read_as_one_castle_on_a_phone(browser, l
 
 def _toy_photo(path: Path, castle: dict, elevation: float, azimuth: float) -> Path:
     """A small rendered photo of `castle` written to `path`."""
-    from tests.vision.toyscene import encode_jpeg, render
+    from tests.vision.toyscene import toy_photo
 
-    path.write_bytes(encode_jpeg(render(castle, elevation=elevation, azimuth=azimuth, size=(640, 480), distance=520, seed=2)))
+    path.write_bytes(toy_photo(castle, elevation, azimuth))
     return path
 
 
