@@ -12,6 +12,11 @@ one of its lattice points: whether a long wall is two short walls is the decisio
 middle), or nothing. Right walls are counted the same way, so the price of a mark is on the table too. The
 table is given for all refused guesses and for the near misses (1 to 8 wrong walls), which are the guesses a
 player corrects rather than redraws.
+
+    python -m benchmarks.wall_marks --mixups RESULTS.json...
+
+counts, from vision_benchmark JSONs, the long walls the refused near misses (1-12 grey pieces wrong) read
+as their two halves with a tower between, or the other way round: each a single tap in the editor.
 """
 from __future__ import annotations
 
@@ -23,15 +28,9 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from benchmarks.vision_benchmark import best_alignment, photos_with_truth, true_castle
+from benchmarks.vision_benchmark import classify_walls, photos_with_truth, true_castle
 
 NEAR_MISS = (1, 8)  # wrong walls on a guess a player corrects rather than redraws
-
-
-def _steps(a: tuple, b: tuple) -> set[tuple]:
-    n = abs(b[0] - a[0]) + abs(b[1] - a[1])
-    pts = [(a[0] + (b[0] - a[0]) * i // n, a[1] + (b[1] - a[1]) * i // n) for i in range(n + 1)]
-    return {tuple(sorted(s)) for s in zip(pts, pts[1:])}
 
 
 def wall_marks(p: Path) -> dict[str, Any] | None:
@@ -52,31 +51,20 @@ def wall_marks(p: Path) -> dict[str, Any] | None:
     return {"photo": p.name, "walls": classify_walls(guess, reading.tentative_castle, truth)}
 
 
-def classify_walls(guess: dict, found, truth) -> list[tuple[str, bool, bool, bool]]:
-    """Each wall of a guess (its castellan/1 JSON with the reader's marks, and as a Castle) against the true
-    Castle: (right | extra | missing, misidentified, marked itself, a doubted tower on it)."""
-    al = best_alignment(found, truth)
+def long_wall_mixups(grey_errors: dict) -> int:
+    """How many long walls a reading (a vision_benchmark row's `grey_errors`) mistook for its two short
+    halves and the tower between them, or the other way round."""
+    def listed(kind: str, which: str) -> set:
+        found = grey_errors.get(kind, {}).get(which, [])
+        return {tuple(t) for t in found} if kind == "tower" else {tuple(sorted(map(tuple, w))) for w in found}
 
-    def wall_key(w: dict) -> tuple:
-        return tuple(sorted((tuple(al.map(tuple(w["from"]))), tuple(al.map(tuple(w["to"]))))))
-
-    true_walls = {tuple(sorted((w.a, w.b))) for w in truth.walls}
-    guessed = {wall_key(w): w for w in guess.get("walls", [])}
-    true_steps = set().union(*(_steps(*k) for k in true_walls))
-    guess_steps = set().union(*(_steps(*k) for k in guessed))
-    maybe_absent = {wall_key(w) for w in guess.get("unsure_absent_walls", [])}
-    doubted_towers = {tuple(al.map(tuple(t))) for t in guess.get("towers_to_check", []) + guess.get("unsure_absent_towers", [])}
-
-    def at_doubted_tower(k: tuple) -> bool:
-        return any(pt in doubted_towers for step in _steps(*k) for pt in step)
-
-    walls = []
-    for k, w in guessed.items():
-        kind = "right" if k in true_walls else "extra"
-        walls.append((kind, kind == "extra" and bool(_steps(*k) & true_steps), bool(w.get("check")), at_doubted_tower(k)))
-    for k in true_walls - set(guessed):
-        walls.append(("missing", bool(_steps(*k) & guess_steps), bool(_steps(*k) & maybe_absent), at_doubted_tower(k)))
-    return walls
+    mixups = 0
+    for long_side, halves_side in (("missing", "extra"), ("extra", "missing")):
+        shorts, towers = listed("short", halves_side), listed("tower", halves_side)
+        for a, b in listed("long", long_side):
+            m = ((a[0] + b[0]) // 2, (a[1] + b[1]) // 2)
+            mixups += tuple(sorted((a, m))) in shorts and tuple(sorted((m, b))) in shorts and m in towers
+    return mixups
 
 
 def tally(rows: list[dict]) -> dict[str, int]:
@@ -94,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--mixups", action="store_true", help="the arguments are vision_benchmark JSONs: count long-wall mix-ups")
     args = ap.parse_args(argv)
+    if args.mixups:
+        return _print_mixups(args.folders)
     missing = [str(f) for f in args.folders if not f.is_dir()]
     if missing:
         print(f"wall_marks: not found: {', '.join(missing)} (give folders of photos with their truth JSON beside them)",
@@ -113,6 +104,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key:<48}{result['all_refused'].get(key, 0):>12}{result['near_miss'].get(key, 0):>12}")
     if args.json:
         args.json.write_text(json.dumps(result, separators=(",", ":")) + "\n")  # a row per photo: compact
+    return 0
+
+
+def _print_mixups(results: list[Path]) -> int:
+    missing = [str(f) for f in results if not f.is_file()]
+    if missing:
+        print(f"wall_marks: not found: {', '.join(missing)} (give vision_benchmark JSON files)", file=sys.stderr)
+        return 2
+    guesses = wrong = mixups = 0
+    for f in results:
+        for row in json.loads(f.read_text())["rows"]:
+            errors = row.get("grey_errors")
+            n = sum(len(v) for kind in (errors or {}).values() for v in kind.values())
+            if row.get("refused") and errors is not None and 1 <= n <= 12:
+                guesses, wrong, mixups = guesses + 1, wrong + n, mixups + long_wall_mixups(errors)
+    print(f"{guesses} refused guesses with 1-12 grey pieces wrong: {wrong} wrong, {4 * mixups} of them in {mixups} "
+          "long walls read as their halves and the tower between (or the other way round)")
     return 0
 
 

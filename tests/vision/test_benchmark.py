@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.vision_benchmark import band, compare, corrections, grey_errors, main, true_castle, wrong_towers_marked
+from benchmarks.vision_benchmark import (band, classify_walls, compare, corrections, grey_errors, main, true_castle,
+                                         wrong_towers_marked)
 from scoring import parse_castle
 from tests.vision.toyscene import SMALL_CASTLE
 
@@ -170,8 +171,6 @@ def test_wrong_walls_are_sorted_by_how_the_page_points_at_them():
     # The middle long wall read as two short walls with a doubted tower between them (a misidentification
     # the page points at through the tower), and a wall of the ring missed where the reader saw a step
     # barely absent (marked itself); the guess is in another frame than the truth.
-    from benchmarks.wall_marks import classify_walls
-
     truth = parse_castle(SMALL_CASTLE)
     guess = json.loads(json.dumps(SMALL_CASTLE))
     (ax, ay), (bx, by) = guess["walls"][-1]["from"], guess["walls"][-1]["to"]
@@ -185,3 +184,18 @@ def test_wrong_walls_are_sorted_by_how_the_page_points_at_them():
     walls = sorted(classify_walls(guess, parse_castle(guess), truth))
     assert walls == sorted([("extra", True, False, True)] * 2 + [("missing", True, False, True), ("missing", False, True, False)]
                            + [("right", False, False, False)] * 5)
+
+
+def test_a_long_wall_read_as_its_halves_and_a_tower_is_one_mixup_either_way_round():
+    from benchmarks.wall_marks import long_wall_mixups
+
+    split = json.loads(json.dumps(SMALL_CASTLE))
+    (ax, ay), (bx, by) = split["walls"][-1]["from"], split["walls"][-1]["to"]
+    mid = [(ax + bx) // 2, (ay + by) // 2]
+    split["walls"][-1:] = [{"from": [ax, ay], "to": mid}, {"from": mid, "to": [bx, by]}]
+    split["towers"].append(mid)
+    built, halves = parse_castle(SMALL_CASTLE), parse_castle(split)
+    assert long_wall_mixups(grey_errors(parse_castle(_turned_and_shifted(split)), built)) == 1
+    assert long_wall_mixups(grey_errors(built, halves)) == 1
+    without_tower = dict(split, towers=SMALL_CASTLE["towers"])  # the halves alone: not the one-tap mix-up
+    assert long_wall_mixups(grey_errors(parse_castle(without_tower), built)) == 0
