@@ -1148,6 +1148,53 @@ def test_keeps_of_a_colour_read_more_often_than_two_boxes_hold_beside_the_castle
     assert [n["rule"] for n in notes] == ["C8"] and f"{2 * KEEPS_PER_COLOUR + blue} blue keeps" in notes[0]["message"]
 
 
+def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_not_read_as_a_keep():
+    from dataclasses import replace
+
+    from scoring import Keep, score_castle
+    from scoring.generate import random_finished_castle
+    from vision.keeps import FoundKeep
+    from vision.pipeline import drop_keeps_crowding_another
+
+    def found(k: Keep, iou: float) -> FoundKeep:
+        return FoundKeep(k.colour, k.at, k.double, 0.9, (0.0, 0.0), np.zeros((4, 2)), -0.2, iou=iou)
+
+    castle = random_finished_castle(7, ["red", "blue"])
+    assert not [f for f in score_castle(castle).findings if f.rule == "C2"]
+    claim = castle.keeps[0]  # a keep claiming a courtyard
+    other = "blue" if claim.colour == "red" else "red"
+    x, y = claim.at
+    step = (0.5 - (x % 1.0)) / abs(0.5 - (x % 1.0) or 1.0)  # towards the middle of its cell, so the patch stays in the courtyard
+
+    def beside(dx: float, patch_iou: float, keep_iou: float = 0.8):
+        patch = Keep(other, (x + step * dx, y))
+        placed = replace(castle, keeps=castle.keeps + (patch,))
+        keeps = [found(k, keep_iou) for k in castle.keeps] + [found(patch, patch_iou)]
+        return placed, keeps
+
+    # A red patch a fifth of a step from a blue keep (the cloth around it read as a keep) is dropped, with a notice.
+    placed, keeps = beside(0.2, patch_iou=0.45)
+    assert any(f.rule == "C2" for f in score_castle(placed).findings)  # as read, two players claim the courtyard
+    kept, notes = drop_keeps_crowding_another(placed, keeps, Dims())
+    assert [id(k) for k in kept] == [id(k) for k in keeps[:-1]]
+    assert [n["rule"] for n in notes] == ["C2"] and other in notes[0]["message"]
+    # Of the two, the keep its silhouette explains worse goes, whichever it is.
+    placed, keeps = beside(0.2, patch_iou=0.95)
+    kept, _ = drop_keeps_crowding_another(placed, keeps, Dims())
+    assert [id(k) for k in kept] == [id(k) for k in keeps[1:]]
+    # Fitting about as well, either could be the keep: both are left for the rules to judge.
+    placed, keeps = beside(0.2, patch_iou=0.75)
+    assert drop_keeps_crowding_another(placed, keeps, Dims()) == (keeps, [])
+    # Far enough apart for a wall to stand between them, both are left for the rules to judge.
+    dims = Dims()
+    placed, keeps = beside(2 * dims.keep_half + 2 * dims.wall_half + 0.01, patch_iou=0.45)
+    assert drop_keeps_crowding_another(placed, keeps, dims) == (keeps, [])
+    # Keeps of one colour pressed together are a Double Keep's or one keep's pieces: not this rule's to judge.
+    same = replace(castle, keeps=castle.keeps + (Keep(claim.colour, (x + step * 0.2, y)),))
+    same_found = [found(k, 0.8) for k in same.keeps]
+    assert drop_keeps_crowding_another(same, same_found, dims) == (same_found, [])
+
+
 def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
     from vision.pipeline import CONFIDENCE_THRESHOLD, WEAK_KEEP, plane_factor
 
