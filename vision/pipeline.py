@@ -1493,9 +1493,10 @@ def drop_keeps_crowding_another(castle: Castle, keeps: list[FoundKeep], dims: Di
         return keeps, []
     kept = [k for k in keeps if id(k) not in dropped]
     gone = sorted(k.colour for k in keeps if id(k) in dropped)
+    what = f"a {gone[0]} patch" if len(gone) == 1 else f"{len(gone)} patches ({', '.join(gone)})"
     notes = [{"rule": "C2", "severity": "notice",
-              "message": f"{len(gone)} patch(es) of keep colour ({', '.join(gone)}) pressed against a keep of another colour "
-                         "in its courtyard were read as its shadow or the table, not keeps: two keeps cannot stand so close"}]
+              "message": f"{what} pressed against a keep of another colour in its courtyard read as that keep's shadow "
+                         "or the table, not a keep: two keeps cannot stand so close"}]
     return kept, notes
 
 
