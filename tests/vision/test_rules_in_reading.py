@@ -812,12 +812,12 @@ def test_cut_off_is_said_only_when_the_castle_reaches_the_photos_edge():
 
 
 def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndarray | None = None,
-                    counted: bool = False, fitted: bool = False):
+                    counted: bool = False, fitted: bool = False, crowded_keeps: int = 0):
     """Assess a clearly matched reading of `castle` with `weak` of its pieces seen weakly, the camera
     `elevation` degrees above the table; the pieces' silhouettes cover the photo's first 160 pixels
     (its first rows), and `keep_px` are its keep-coloured pixels (none by default). With `counted`, one
     weak piece was read present for the count against the photo; with `fitted`, a tower the photo shows
-    was read as a long wall's middle for the count."""
+    was read as a long wall's middle for the count; `crowded_keeps` patches pressed against keeps were dropped."""
     from types import SimpleNamespace
 
     from scoring import score_castle
@@ -838,7 +838,7 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndar
     pose = SimpleNamespace(camera=SimpleNamespace(elevation_deg=elevation), quality=1.0, mat_corners=None)
     keep_px = np.zeros_like(region) if keep_px is None else keep_px
     return assess(masks=SimpleNamespace(brightness=200.0, grey=region, keep=keep_px), region=region, pose=pose, fit=fit,
-                  keeps=keeps, score=score_castle(castle))
+                  keeps=keeps, score=score_castle(castle), crowded_keeps=crowded_keeps)
 
 
 def _finished_and_one_wall_short():
@@ -1182,6 +1182,13 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
     placed, keeps = beside(0.2, patch_iou=0.95)
     kept, _ = drop_keeps_crowding_another(placed, keeps, Dims())
     assert [id(k) for k in kept] == [id(k) for k in keeps[1:]]
+    # The guess loses the patch, but the reading stays refused, as while the two keeps broke C2, with the
+    # cloth named as the likely cause.
+    from vision.pipeline import CONFIDENCE_THRESHOLD, TABLE_PATTERN
+
+    clean = _assess_reading(castle, weak=0)
+    crowded = _assess_reading(castle, weak=0, crowded_keeps=1)
+    assert clean.refusal is None and crowded.confidence < CONFIDENCE_THRESHOLD and crowded.refusal == TABLE_PATTERN
     # Fitting about as well, either could be the keep: both are left for the rules to judge.
     placed, keeps = beside(0.2, patch_iou=0.75)
     assert drop_keeps_crowding_another(placed, keeps, Dims()) == (keeps, [])
