@@ -1154,7 +1154,7 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
     from scoring import Keep, score_castle
     from scoring.generate import random_finished_castle
     from vision.keeps import FoundKeep
-    from vision.pipeline import drop_keeps_crowding_another
+    from vision.pipeline import CONFIDENCE_THRESHOLD, TABLE_PATTERN, drop_keeps_crowding_another
 
     def found(k: Keep, iou: float) -> FoundKeep:
         return FoundKeep(k.colour, k.at, k.double, 0.9, (0.0, 0.0), np.zeros((4, 2)), -0.2, iou=iou)
@@ -1184,8 +1184,6 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
     assert [id(k) for k in kept] == [id(k) for k in keeps[1:]]
     # The guess loses the patch, but the reading stays refused, as while the two keeps broke C2, with the
     # cloth named as the likely cause.
-    from vision.pipeline import CONFIDENCE_THRESHOLD, TABLE_PATTERN
-
     clean = _assess_reading(castle, weak=0)
     crowded = _assess_reading(castle, weak=0, crowded_keeps=1)
     assert clean.refusal is None and crowded.confidence < CONFIDENCE_THRESHOLD and crowded.refusal == TABLE_PATTERN
