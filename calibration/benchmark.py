@@ -440,7 +440,7 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
 
     photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
                     and p.with_suffix(".json").exists() and not p.stem.endswith("_mask"))[:limit]
-    fields = ("exact", "wrong", "refused", "pieces_ok", "pieces", "keeps_found", "keeps", "keep_colour_ok", "keep_double_ok")
+    fields = ("exact", "wrong", "refused", "exact_any", "pieces_ok", "pieces", "keeps_found", "keeps", "keep_colour_ok", "keep_double_ok")
     tallies = {sub: {key: dict.fromkeys(fields, 0) for key in VISION_CONFIGS} for sub in ("all", "mat")}
     n_mat = 0
     for p in photos:
@@ -482,6 +482,7 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
                 t["refused"] += refused
                 t["exact"] += right and not refused
                 t["wrong"] += not right and not refused
+                t["exact_any"] += right  # the reading's score, answered or not: what a profile changes before the confidence
                 t["pieces_ok"] += ok
                 t["pieces"] += total
                 t["keeps_found"] += cmp["keep"]["tp"]
@@ -502,7 +503,7 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
             t = tallies[sub][key]
             summary.append(
                 f"  {names[key]:>22}: exact score {t['exact']}/{count} ({100 * t['exact'] / count:.0f} %), "
-                f"wrong answers {t['wrong']}, refused {t['refused']}; pieces right {t['pieces_ok']}/{t['pieces']} "
+                f"wrong answers {t['wrong']}, refused {t['refused']}, exact at any confidence {t['exact_any']}; pieces right {t['pieces_ok']}/{t['pieces']} "
                 f"({100 * t['pieces_ok'] / max(t['pieces'], 1):.1f} % Jaccard); keeps matched {t['keeps_found']}/{t['keeps']}, "
                 f"colour right {t['keep_colour_ok']}/{t['keeps_found']}, single/double right {t['keep_double_ok']}/{t['keeps_found']}")
     return {"photos": n, "with_mat": n_mat, "tallies": tallies, "summary": "\n".join(summary)}
