@@ -199,3 +199,26 @@ def test_a_long_wall_read_as_its_halves_and_a_tower_is_one_mixup_either_way_roun
     assert long_wall_mixups(grey_errors(built, halves)) == 1
     without_tower = dict(split, towers=SMALL_CASTLE["towers"])  # the halves alone: not the one-tap mix-up
     assert long_wall_mixups(grey_errors(parse_castle(without_tower), built)) == 0
+
+
+def test_focal_sensitivity_counts_the_readings_a_per_cent_of_focal_length_turns_over():
+    from benchmarks.focal_sensitivity import summarise
+
+    def reading(jaccard: float, exact: bool, answered: bool) -> dict:
+        return {"jaccard": jaccard, "exact": exact, "answered": answered}
+
+    rows = [
+        # Read right and answered; one per cent less focal length puts it on another lattice.
+        {"bands": {"elevation": "50-70"}, "readings": {"1.0": reading(1.0, True, True), "0.99": reading(0.2, False, False),
+                                                        "1.01": reading(0.95, True, True)}},
+        # Refused as it came; a per cent more reads it exactly (answered, but wrong at the other step).
+        {"bands": {"elevation": "50-70"}, "readings": {"1.0": reading(0.5, False, False), "0.99": reading(0.55, False, True),
+                                                        "1.01": reading(1.0, True, False)}},
+        # No EXIF focal length: read once, counted as a photo only.
+        {"bands": {"elevation": "70-90"}, "readings": {"1.0": reading(0.9, True, False)}},
+    ]
+    s = summarise(rows)
+    assert s["bands"]["50-70"] == {"photos": 2, "perturbed": 4, "moved": 2, "exact_gained": 1, "exact_lost": 1,
+                                   "answer_gained": 1, "answer_lost": 1, "answered_wrong": 1}
+    assert s["bands"]["70-90"]["photos"] == 1 and s["bands"]["70-90"].get("perturbed", 0) == 0
+    assert s["all"]["perturbed"] == 4 and s["all"]["photos"] == 3
