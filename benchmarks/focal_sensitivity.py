@@ -22,7 +22,8 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-from benchmarks.vision_benchmark import band, compare, photos_with_truth, scores_exactly, true_castle, true_scores
+from benchmarks.vision_benchmark import (band, compare, grey_pieces_right, photos_with_truth, scores_exactly, true_castle,
+                                         true_scores)
 
 MOVED = 0.1  # a change of the grey pieces' Jaccard this large counts as the reading having moved
 
@@ -31,10 +32,7 @@ def _outcome(reading, truth, true_score: dict[str, int]) -> dict[str, Any]:
     castle = reading.castle or reading.tentative_castle
     if castle is None:
         return {"confidence": round(reading.confidence, 3), "jaccard": 0.0, "exact": False, "answered": False}
-    pieces = compare(castle, truth)
-    kinds = ("tower", "short", "long")
-    right = sum(pieces[k]["tp"] for k in kinds)
-    total = sum(pieces[k]["tp"] + pieces[k]["fp"] + pieces[k]["fn"] for k in kinds)
+    right, total = grey_pieces_right(compare(castle, truth))
     return {"confidence": round(reading.confidence, 3), "jaccard": round(right / max(1, total), 3),
             "exact": scores_exactly(castle, true_score), "answered": reading.refusal is None}
 

@@ -320,6 +320,14 @@ def read_one(p: Path, truth_masks: bool = False) -> dict[str, Any]:
     return row
 
 
+def grey_pieces_right(pieces: dict[str, dict[str, int]]) -> tuple[int, int]:
+    """(towers and walls read right, those plus the ones missing or extra) of a comparison: their ratio is the
+    grey pieces' Jaccard index."""
+    kinds = ("tower", "short", "long")
+    right = sum(pieces[k]["tp"] for k in kinds)
+    return right, right + sum(pieces[k]["fp"] + pieces[k]["fn"] for k in kinds)
+
+
 def corrections(pieces: dict[str, dict[str, int]]) -> int:
     """Edits that turn a reading into the true castle on the result page's drawing: each piece missing or
     extra, each keep's wrong colour and wrong height."""

@@ -434,7 +434,7 @@ VISION_CONFIGS = ("none", "camera", "full")
 
 def bench_vision(folder: Path, limit: int | None) -> dict:
     """Vision accuracy without a profile, with a camera profile, and with camera + pieces + colours."""
-    from benchmarks.vision_benchmark import compare
+    from benchmarks.vision_benchmark import compare, grey_pieces_right, scores_exactly
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
 
@@ -474,10 +474,8 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
                 line.append(f"{key}: refused, no guess")
                 continue
             cmp = compare(castle, truth)
-            ok = sum(cmp[k]["tp"] for k in ("tower", "short", "long"))
-            total = sum(cmp[k]["tp"] + cmp[k]["fp"] + cmp[k]["fn"] for k in ("tower", "short", "long"))
-            pts = {c: v["score"] for c, v in score_castle(castle).to_json()["players"].items()}
-            right = all(pts.get(c, 0) == v for c, v in true_score.items()) and all(c in true_score or v == 0 for c, v in pts.items())
+            ok, total = grey_pieces_right(cmp)
+            right = scores_exactly(castle, true_score)
             for t in rows:
                 t["refused"] += refused
                 t["exact"] += right and not refused

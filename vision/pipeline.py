@@ -2036,12 +2036,10 @@ def _read_decoded(photo: DecodedPhoto, cues: PhotoCues, settings: ReadingSetting
             keeps, colour_notes = drop_keeps_of_no_set(castle, keeps)
             if colour_notes:
                 castle, offset = build_castle(fit, keeps)
-            colour_notes = crowding_notes + colour_notes
             keeps, pattern_notes = drop_keeps_of_a_table_pattern(castle, keeps)
             if pattern_notes:
                 castle, offset = build_castle(fit, keeps)
-            colour_notes += pattern_notes
-            rule_notes = in_castle_frame(rule_notes, offset) + colour_notes
+            rule_notes = in_castle_frame(rule_notes, offset) + crowding_notes + colour_notes + pattern_notes
             castle = None if castle.is_empty else castle
             score = score_castle(castle) if castle is not None else None
     with timer.stage("self_check"):

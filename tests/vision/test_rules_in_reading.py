@@ -1,5 +1,7 @@
 """The reader uses the rules where the photo is unclear: towers where walls meet (G1), one Double Keep
 per colour (C5), no more towers than the boxes hold; and "cut off" only when the castle reaches the edge."""
+import math
+
 import numpy as np
 
 from vision.pipeline import add_required_towers, join_hidden_walls
@@ -1164,7 +1166,7 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
     claim = castle.keeps[0]  # a keep claiming a courtyard
     other = "blue" if claim.colour == "red" else "red"
     x, y = claim.at
-    step = (0.5 - (x % 1.0)) / abs(0.5 - (x % 1.0) or 1.0)  # towards the middle of its cell, so the patch stays in the courtyard
+    step = math.copysign(1.0, 0.5 - x % 1.0)  # towards the middle of its cell, so the patch stays in the courtyard
 
     def beside(dx: float, patch_iou: float, keep_iou: float = 0.8):
         patch = Keep(other, (x + step * dx, y))
