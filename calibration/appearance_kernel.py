@@ -10,6 +10,10 @@ than the arithmetic; one call for it all, on the part of the window the faces co
 three times less (session 67). The arithmetic is the numpy version's, operation for operation; only
 the last sum over the window is taken in another order, so costs agree with it to rounding, not bit
 for bit (sizes on the test renders to 3e-11 mm).
+
+Compiling it once per machine took some 25 s of CPU, most of it numba compiling functions once for each
+Python constant passed them as a literal and its error formatting for array assignments; with numpy
+constants and element-wise assignments it takes some 12 s (session 82, costs unchanged to the bit).
 """
 from __future__ import annotations
 
@@ -21,11 +25,15 @@ from numba import njit
 from calibration.cover_kernel import cover_at, edge_planes
 
 # What a face is in the appearance model, which decides what it hides and what hides it.
-MERLON = 0  # stands on the body: hides the body behind it
-SLOT_OPENING = 1  # a tower's slot opening in a side: hides the side, shows the slot's inside
-SLOT_INSIDE = 2  # a slot's back or wall: seen only through its opening
-BODY = 3  # the body's top and sides, where no merlon or slot opening hides them
-TAB = 4  # a wall's tab, where the body does not hide it
+# (numpy integers, not Python ones: numba would compile a function once for each constant it is
+# passed as a literal, which took most of the kernel's compile time.)
+MERLON = np.int64(0)  # stands on the body: hides the body behind it
+SLOT_OPENING = np.int64(1)  # a tower's slot opening in a side: hides the side, shows the slot's inside
+SLOT_INSIDE = np.int64(2)  # a slot's back or wall: seen only through its opening
+BODY = np.int64(3)  # the body's top and sides, where no merlon or slot opening hides them
+TAB = np.int64(4)  # a wall's tab, where the body does not hide it
+_SIDE = np.int64(0)  # (a face coded by its side: add_box_faces's inside_code where nothing is inside)
+_SCALED, _UNSCALED = np.bool_(True), np.bool_(False)
 
 _CODE_OFFSET = 8  # face orientation codes (pieces: TOP = -1 and below, sides 0..3) as indices from 0
 
@@ -81,7 +89,7 @@ def add_box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np
     layer and code from index n; return the new count. Its top is coded `top_code`, the sides facing
     the camera's foot point by the closest of `axes` (outward normals), or `inside_code` where
     `inside` (4 booleans, by orientation; empty: none) marks that orientation."""
-    polys[n] = top
+    _set_face(polys, n, top[0], top[1], top[2], top[3])
     layer[n], code[n] = layer_of, top_code
     n += 1
     cx = ((base[0, 0] + base[1, 0]) + base[2, 0] + base[3, 0]) / 4
@@ -97,7 +105,7 @@ def add_box_faces(base: np.ndarray, top: np.ndarray, nadir: np.ndarray, axes: np
             v = ox * axes[a, 0] + oy * axes[a, 1]
             if v > best:
                 named, best = a, v
-        polys[n, 0], polys[n, 1], polys[n, 2], polys[n, 3] = base[i], base[j], top[j], top[i]
+        _set_face(polys, n, base[i], base[j], top[j], top[i])
         layer[n] = layer_of
         code[n] = inside_code if inside.shape[0] > 0 and inside[named] else named
         n += 1
@@ -122,7 +130,7 @@ def piece_faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share
     size = 3 * (crown.shape[0] + 1 + n_tabs) + 2 * 3
     polys, layer, code = np.empty((size, 4, 2)), np.empty(size, np.int64), np.empty(size, np.int64)
     no_inside = np.zeros(0, np.bool_)
-    n = 0
+    n = np.int64(0)  # (not the literal 0: see MERLON)
     height = params[5]
     if crown.shape[0] == 0:
         body = corners[:8].copy()
@@ -151,11 +159,11 @@ def piece_faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share
             n = add_box_faces(foot, top, nadir, axes, inside, codes[CODE_MERLON_TOPS], codes[CODE_CROWN_INSIDE],
                                MERLON, polys, layer, code, n)
     body_at = n
-    n = add_box_faces(body[:4], body[4:8], nadir, axes, no_inside, codes[CODE_TOP], 0, BODY, polys, layer, code, n)
+    n = add_box_faces(body[:4], body[4:8], nadir, axes, no_inside, codes[CODE_TOP], _SIDE, BODY, polys, layer, code, n)
     body_end = n
     for t in range(n_tabs):
         n = add_box_faces(corners[8 + 8 * t:12 + 8 * t], corners[12 + 8 * t:16 + 8 * t], nadir, axes, no_inside,
-                           codes[CODE_TOP], 0, TAB, polys, layer, code, n)
+                           codes[CODE_TOP], _SIDE, TAB, polys, layer, code, n)
     if slot.shape[0] > 0:
         width, depth, slot_top = slot[0], slot[1], slot[2]
         k = cam_z / max(cam_z - slot_top * height, 1e-3)
@@ -178,12 +186,20 @@ def piece_faces(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown_share
 
 
 @njit(cache=True, nogil=True)
+def _set_face(polys: np.ndarray, n: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> None:
+    """polys[n] = the corners a, b, c, d (element by element: an array assignment's shape check would
+    compile numba's error formatting with it)."""
+    polys[n, 0, 0], polys[n, 0, 1] = a[0], a[1]
+    polys[n, 1, 0], polys[n, 1, 1] = b[0], b[1]
+    polys[n, 2, 0], polys[n, 2, 1] = c[0], c[1]
+    polys[n, 3, 0], polys[n, 3, 1] = d[0], d[1]
+
+
+@njit(cache=True, nogil=True)
 def _add_upright(a: np.ndarray, b: np.ndarray, nadir: np.ndarray, k: float, layer_of: int, code_of: int,
                  polys: np.ndarray, layer: np.ndarray, code: np.ndarray, n: int) -> int:
     """Append the face standing on the foot a-b up to where `k` projects it (k = cam_z / (cam_z - top))."""
-    polys[n, 0], polys[n, 1] = a, b
-    polys[n, 2] = nadir + k * (b - nadir)
-    polys[n, 3] = nadir + k * (a - nadir)
+    _set_face(polys, n, a, b, nadir + k * (b - nadir), nadir + k * (a - nadir))
     layer[n], code[n] = layer_of, code_of
     return n + 1
 
@@ -250,48 +266,71 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
             merlon_of[code[f] + _CODE_OFFSET] = n_merlon
             n_merlon += 1
 
+    # Each region's part of the box (the union of its faces' boxes, from r0, c0), and the merlons' and
+    # tabs': nothing outside them is covered, so the passes over the maps below keep to them.
+    reg_box = np.empty((n_regions, 4), np.int64)
+    for k in range(n_regions):
+        reg_box[k, 0], reg_box[k, 1], reg_box[k, 2], reg_box[k, 3] = bh, 0, bw, 0
+    merlon_box = np.array([bh, 0, bw, 0])
+    tab_box = np.array([bh, 0, bw, 0])
+    for f in range(n_faces):
+        if box[f, 1] <= box[f, 0] or layer[f] == SLOT_OPENING:
+            continue
+        _grow(reg_box[region_of[code[f] + _CODE_OFFSET]], box[f], r0, c0)
+        if layer[f] == MERLON:
+            _grow(merlon_box, box[f], r0, c0)
+        elif layer[f] == TAB:
+            _grow(tab_box, box[f], r0, c0)
+
     weight = np.zeros((n_regions, bh, bw))
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
     faces = (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp)
     if n_merlon > 0:
-        _add_layer(merlons, merlon_of, MERLON, faces, in_front, False)
-        # Merlons seen over each other share the pixel.
-        for r in range(bh):
-            for c in range(bw):
-                stacked = 0.0
-                for k in range(n_merlon):
-                    stacked += merlons[k, r, c]
-                seen = min(stacked, 1.0)
-                in_front[r, c] = seen
-                share = seen / max(stacked, 1e-9)
-                for k in range(n_merlon):
-                    merlons[k, r, c] *= share
+        _add_layer(merlons, merlon_of, MERLON, faces, in_front, _UNSCALED)
+        # Merlons seen over each other share the pixel. (Map by map, pixel by pixel within, so that the
+        # compiler vectorises the passes; each pixel's sum is taken in the same order.)
+        rows, cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
+        stacked = _stacked(merlons, rows, cols)
+        share = np.empty_like(stacked)
+        front = in_front[rows, cols]
+        for r in range(stacked.shape[0]):
+            for c in range(stacked.shape[1]):
+                seen = min(stacked[r, c], 1.0)
+                front[r, c] = seen
+                share[r, c] = seen / max(stacked[r, c], 1e-9)
+        for k in range(n_merlon):
+            part = merlons[k, rows, cols]
+            for r in range(share.shape[0]):
+                for c in range(share.shape[1]):
+                    part[r, c] *= share[r, c]
     if np.any(layer == SLOT_OPENING):
         # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
         # openings do not overlap, so one map of them all clips each slot's inside.)
         openings = np.zeros((1, bh, bw))
-        _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, False)
-        _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], True)
+        _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, _UNSCALED)
+        _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], _SCALED)
         for r in range(bh):
             for c in range(bw):
                 in_front[r, c] = min(in_front[r, c] + openings[0, r, c], 1.0)
-    _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, True)
+    _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, _SCALED)
     if np.any(layer == TAB):
         # A tab's faces are lit as the body's faces turned the same way, where the body does not hide them.
         free = np.empty((bh, bw))
-        for r in range(bh):
-            for c in range(bw):
-                seen = 0.0
-                for k in range(n_regions):
-                    seen += weight[k, r, c]
-                free[r, c] = 1.0 - min(seen + in_front[r, c], 1.0)
-        _add_layer(weight, region_of, TAB, faces, free, True)
+        rows, cols = slice(tab_box[0], tab_box[1]), slice(tab_box[2], tab_box[3])
+        seen = _stacked(weight, rows, cols)
+        front, part = in_front[rows, cols], free[rows, cols]
+        for r in range(seen.shape[0]):
+            for c in range(seen.shape[1]):
+                part[r, c] = 1.0 - min(seen[r, c] + front[r, c], 1.0)
+        _add_layer(weight, region_of, TAB, faces, free, _SCALED)
     for i in range(16):
         if merlon_of[i] >= 0:
-            for r in range(bh):
-                for c in range(bw):
-                    weight[region_of[i], r, c] += merlons[merlon_of[i], r, c]
+            rows, cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
+            into, part = weight[region_of[i], rows, cols], merlons[merlon_of[i], rows, cols]
+            for r in range(part.shape[0]):
+                for c in range(part.shape[1]):
+                    into[r, c] += part[r, c]
 
     # Each region's colour fitted and its misfit added, point by point in the window's order.
     total = np.zeros((bh, bw))
@@ -306,8 +345,8 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         else:
             plane = np.zeros(0)
         m = 0
-        for r in range(bh):
-            for c in range(bw):
+        for r in range(reg_box[k, 0], reg_box[k, 1]):
+            for c in range(reg_box[k, 2], reg_box[k, 3]):
                 if weight[k, r, c] != 0.0 and point_at[r0 + r, c0 + c] >= 0:
                     at_r[m], at_c[m] = r, c
                     m += 1
@@ -315,15 +354,35 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
 
     out = 0.0
     for r in range(h):
+        inside = r0 <= r < r1
         for c in range(w):
             i = point_at[r, c]
             if i < 0:
                 continue
-            if r0 <= r < r1 and c0 <= c < c1:
+            if inside and c0 <= c < c1:
                 out += total[r - r0, c - c0] + min(max(1.0 - covered[r - r0, c - c0], 0.0), 1.0) * rho_bg[i]
             else:
                 out += rho_bg[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _stacked(maps: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
+    """The maps summed pixel by pixel over rows and columns, in the maps' order."""
+    out = np.zeros((max(rows.stop - rows.start, 0), max(cols.stop - cols.start, 0)))
+    for k in range(maps.shape[0]):
+        part = maps[k, rows, cols]
+        for r in range(out.shape[0]):
+            for c in range(out.shape[1]):
+                out[r, c] += part[r, c]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _grow(part: np.ndarray, face_box: np.ndarray, r0: int, c0: int) -> None:
+    """Grow `part` (rows and columns from r0, c0) to take in `face_box` (rows and columns of the grid)."""
+    part[0], part[1] = min(part[0], face_box[0] - r0), max(part[1], face_box[1] - r0)
+    part[2], part[3] = min(part[2], face_box[2] - c0), max(part[3], face_box[3] - c0)
 
 
 @njit(cache=True, nogil=True)
