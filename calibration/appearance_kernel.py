@@ -449,8 +449,8 @@ def _add_face_misfit(at_r: np.ndarray, at_c: np.ndarray, at: np.ndarray, wgt: np
     their side's plane). The side's colour is then fitted per channel by weighted least squares on
     that height, or as its plain mean where the side shows too little of its height.
 
-    (Every sum a pass over the points takes, in one pass and in the points' order: the same sums to
-    the bit as a pass for each, in a third less time.)"""
+    (All the sums over the points in one pass, each in the points' order: the same sums to the bit as
+    a pass for each.)"""
     m = at.shape[0]
     shaded = side_plane.shape[0] > 0
     up = np.zeros(m)  # each point's height on a shaded side, as a share of the piece's
