@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,35 +26,37 @@ JOBS = {
     "measure pieces": ("pieces", ROOT / "tests" / "calibration" / "data" / "calib_v2_any_3684.jpg"),
 }
 
-# Run in the child: the job twice, its CPU seconds as JSON on the last line.
-_CHILD = """
-import json, sys, time
-from pathlib import Path
-kind, path, runs = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
-if kind == "vision":
-    from vision.pipeline import read_photo
-    data = path.read_bytes()
-    job = lambda: read_photo(data)
-else:
-    import cv2
-    from calibration.benchmark import camera_profile_from_truth
-    from calibration.pieces import measure_pieces
-    image = cv2.imread(str(path))
-    camera = camera_profile_from_truth(json.loads(path.with_suffix(".json").read_text()))
-    job = lambda: measure_pieces(image, camera=camera)
-times = []
-for _ in range(runs):
-    t0 = time.process_time()
-    job()
-    times.append(time.process_time() - t0)
-print(json.dumps(times))
-"""
+
+def job_cpu_seconds(kind: str, path: Path, runs: int) -> list[float]:
+    """CPU seconds of each of `runs` runs of one job in this process ("vision": read the photo at `path`;
+    "pieces": measure the pieces on the calibration render at `path` with its true camera)."""
+    if kind == "vision":
+        from vision.pipeline import read_photo
+
+        data = path.read_bytes()
+        job = lambda: read_photo(data)  # noqa: E731
+    else:
+        import cv2
+
+        from calibration.benchmark import camera_profile_from_truth
+        from calibration.pieces import measure_pieces
+
+        image = cv2.imread(str(path))
+        camera = camera_profile_from_truth(json.loads(path.with_suffix(".json").read_text()))
+        job = lambda: measure_pieces(image, camera=camera)  # noqa: E731
+    times = []
+    for _ in range(runs):
+        t0 = time.process_time()
+        job()
+        times.append(time.process_time() - t0)
+    return times
 
 
 def _run(kind: str, path: Path, runs: int, cache_dir: str) -> list[float]:
+    """job_cpu_seconds in a new process whose numba cache is `cache_dir`."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", _CHILD, kind, str(path), str(runs)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.first_run", "--child", kind, str(path), str(runs)],
+                          env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -79,7 +82,12 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.first_run", description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the rows here")
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "RUNS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:  # one measuring process of _run: its times as JSON on the last line
+        kind, path, runs = args.child
+        print(json.dumps(job_cpu_seconds(kind, Path(path), int(runs))))
+        return 0
     rows = [measure(job) for job in JOBS]
     print(table(rows))
     if args.json:

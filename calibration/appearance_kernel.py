@@ -284,6 +284,8 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         elif layer[f] == TAB:
             _grow(tab_box, box[f], r0, c0)
 
+    merlon_rows, merlon_cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
+
     weight = np.zeros((n_regions, bh, bw))
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
@@ -292,17 +294,16 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         _add_layer(merlons, merlon_of, MERLON, faces, in_front, _UNSCALED)
         # Merlons seen over each other share the pixel. (Map by map, pixel by pixel within, so that the
         # compiler vectorises the passes; each pixel's sum is taken in the same order.)
-        rows, cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
-        stacked = _stacked(merlons, rows, cols)
+        stacked = _stacked(merlons, merlon_rows, merlon_cols)
         share = np.empty_like(stacked)
-        front = in_front[rows, cols]
+        front = in_front[merlon_rows, merlon_cols]
         for r in range(stacked.shape[0]):
             for c in range(stacked.shape[1]):
                 seen = min(stacked[r, c], 1.0)
                 front[r, c] = seen
                 share[r, c] = seen / max(stacked[r, c], 1e-9)
         for k in range(n_merlon):
-            part = merlons[k, rows, cols]
+            part = merlons[k, merlon_rows, merlon_cols]
             for r in range(share.shape[0]):
                 for c in range(share.shape[1]):
                     part[r, c] *= share[r, c]
@@ -328,11 +329,8 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         _add_layer(weight, region_of, TAB, faces, free, _SCALED)
     for i in range(16):
         if merlon_of[i] >= 0:
-            rows, cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
-            into, part = weight[region_of[i], rows, cols], merlons[merlon_of[i], rows, cols]
-            for r in range(part.shape[0]):
-                for c in range(part.shape[1]):
-                    into[r, c] += part[r, c]
+            _add_into(weight[region_of[i], merlon_rows, merlon_cols],
+                      merlons[merlon_of[i], merlon_rows, merlon_cols])
 
     # Each region's colour fitted and its misfit added, point by point in the window's order.
     total = np.zeros((bh, bw))
@@ -378,11 +376,16 @@ def _stacked(maps: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
     """The maps summed pixel by pixel over rows and columns, in the maps' order."""
     out = np.zeros((max(rows.stop - rows.start, 0), max(cols.stop - cols.start, 0)))
     for k in range(maps.shape[0]):
-        part = maps[k, rows, cols]
-        for r in range(out.shape[0]):
-            for c in range(out.shape[1]):
-                out[r, c] += part[r, c]
+        _add_into(out, maps[k, rows, cols])
     return out
+
+
+@njit(cache=True, nogil=True)
+def _add_into(into: np.ndarray, part: np.ndarray) -> None:
+    """into += part, pixel by pixel (an array expression would compile numba's shape-error formatting)."""
+    for r in range(part.shape[0]):
+        for c in range(part.shape[1]):
+            into[r, c] += part[r, c]
 
 
 @njit(cache=True, nogil=True)

@@ -147,19 +147,23 @@ def silhouette_pixels(px: np.ndarray, width: int, height: int, skip: np.ndarray)
                 if need > cap:
                     while cap < need:
                         cap *= 2
-                    grown = np.empty(cap, np.int64)
-                    for q in range(t):
-                        grown[q] = pixels[q]
-                    pixels = grown
+                    pixels = _head(pixels, t, cap)
                 base = rows[i] * width
                 for x in range(x0[i], x1[i] + 1):
                     pixels[t] = base + x
                     t += 1
         starts[k + 1] = t
-    out = np.empty(t, np.int64)
-    for q in range(t):
-        out[q] = pixels[q]
-    return out, starts
+    return _head(pixels, t, t), starts
+
+
+@njit(cache=True, nogil=True)
+def _head(values: np.ndarray, n: int, size: int) -> np.ndarray:
+    """A new array of `size` starting with the first `n` of `values` (element by element: an array
+    assignment would compile numba's shape-error formatting)."""
+    out = np.empty(size, values.dtype)
+    for q in range(n):
+        out[q] = values[q]
+    return out
 
 
 @njit(cache=True, nogil=True)
