@@ -82,11 +82,10 @@ def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: fl
     return _silhouettes(cam, np.asarray(at, float).reshape(1, 2), half, height, np.array([yaw]))[0]
 
 
-def _ious(polys: list[np.ndarray], blob: np.ndarray, bbox: tuple[int, int, int, int],
-          hidden: np.ndarray | None = None) -> list[tuple[float, int]]:
-    """(IoU, pixels in view) of each silhouette against a blob (bbox x, y, w, h), leaving out the
-    silhouettes' `hidden` pixels. All are drawn in one tile that holds the blob and every silhouette."""
-    H, W = blob.shape
+def _window(polys: list[np.ndarray], bbox: tuple[int, int, int, int], shape: tuple[int, int]) -> tuple[slice, slice] | None:
+    """Rows and columns of the photo (`shape`) that hold a blob (bbox x, y, w, h) and every silhouette,
+    with a margin; None when they lie outside the photo."""
+    H, W = shape
     bx, by, bw, bh = bbox
     corners = np.concatenate(polys) if polys else np.zeros((0, 2), np.float32)
     lo = np.minimum(corners.min(axis=0, initial=np.inf), (bx, by))
@@ -94,22 +93,32 @@ def _ious(polys: list[np.ndarray], blob: np.ndarray, bbox: tuple[int, int, int, 
     x0, y0 = int(max(0, lo[0] - 2)), int(max(0, lo[1] - 2))
     x1, y1 = int(min(W, hi[0] + 3)), int(min(H, hi[1] + 3))
     if x1 <= x0 or y1 <= y0:
+        return None
+    return slice(y0, y1), slice(x0, x1)
+
+
+def _ious(polys: list[np.ndarray], blob: np.ndarray, window: tuple[slice, slice] | None,
+          hidden: np.ndarray | None = None) -> list[tuple[float, int]]:
+    """(IoU, pixels in view) of each silhouette against a blob, leaving out the silhouettes' `hidden`
+    pixels (a mask of the window). All are drawn in the `window` of the photo (_window), one tile each,
+    and counted together."""
+    if window is None:
         return [(0.0, 0)] * len(polys)
-    b = blob[y0:y1, x0:x1]
-    in_view = None if hidden is None else ~hidden[y0:y1, x0:x1]
-    tile = np.zeros((y1 - y0, x1 - x0), np.uint8)
-    seen = tile.view(bool)  # (the silhouette is drawn as ones)
+    rows, cols = window
+    b = blob[window]
+    tiles = np.zeros((len(polys), rows.stop - rows.start, cols.stop - cols.start), np.uint8)
+    # Quarter-pixel fixed point (shift=2): the silhouettes' corners do not fall on whole pixels.
+    fixed = np.round((np.concatenate(polys) - [cols.start, rows.start]) * 4).astype(np.int32) if polys else None
+    ends = np.cumsum([len(p) for p in polys]).tolist()
+    for tile, start, end in zip(tiles, [0, *ends[:-1]], ends):
+        cv2.fillConvexPoly(tile, fixed[start:end], 1, shift=2)
+    seen = tiles.view(bool)  # (the silhouettes are drawn as ones)
+    if hidden is not None:
+        seen &= ~hidden
+    in_seen = np.count_nonzero(seen, axis=(1, 2)).tolist()
+    inter = np.count_nonzero(seen & b, axis=(1, 2)).tolist()
     in_blob = np.count_nonzero(b)
-    out = []
-    for poly in polys:
-        tile.fill(0)
-        cv2.fillConvexPoly(tile, np.round((poly - [x0, y0]) * 4).astype(np.int32), 1, shift=2)
-        if in_view is not None:
-            seen &= in_view
-        inter = np.count_nonzero(seen & b)
-        in_seen = np.count_nonzero(seen)
-        out.append((float(inter) / max(1, in_seen + in_blob - inter), in_seen))
-    return out
+    return [(float(i) / max(1, s + in_blob - i), s) for i, s in zip(inter, in_seen)]
 
 
 @dataclass(frozen=True)
@@ -121,16 +130,18 @@ class Occluders:
     silhouettes: tuple[np.ndarray, ...]
     grey: np.ndarray  # bool (H, W)
 
-    def hiding(self, cam: Camera, at: np.ndarray, reach: float = 2.5) -> np.ndarray:
-        """Grey pixels of the pieces between the camera and a keep standing at `at` (bool, H x W)."""
-        hidden = np.zeros(self.grey.size, bool)
+    def hiding(self, cam: Camera, at: np.ndarray, window: tuple[slice, slice], reach: float = 2.5) -> np.ndarray:
+        """Grey pixels of the pieces between the camera and a keep standing at `at`, in the photo's
+        `window` (rows, columns)."""
+        hidden = np.zeros(self.grey.shape, bool)
+        flat = hidden.reshape(-1)
         eye = -cam.R.T @ cam.t  # the camera's centre in the table frame
         keep_dist = float(np.hypot(*(eye[:2] - at)))
         near = np.hypot(*(self.centres - at).T) < reach
         nearer = np.hypot(*(self.centres - eye[:2]).T) < keep_dist - 0.1
         for k in np.flatnonzero(near & nearer):
-            hidden[self.silhouettes[k]] = True
-        return hidden.reshape(self.grey.shape) & self.grey
+            flat[self.silhouettes[k]] = True
+        return hidden[window] & self.grey[window]
 
 
 def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbox: tuple[int, int, int, int],
@@ -146,10 +157,11 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
     for double in (False, True):
         hk = h1 * (2 if double else 1)
         at0 = cam.image_to_plane(np.array([centroid], float), z=hk / 2)[0]
-        hidden = occluders.hiding(cam, at0) if occluders is not None else None
         at = np.repeat(at0 + _SHIFTS, len(_YAWS), axis=0)
         polys = _silhouettes(cam, at, half, hk, np.tile(_YAWS, len(_SHIFTS)))
-        scores = _ious(polys, blob, bbox, hidden)
+        window = _window(polys, bbox, blob.shape)
+        hidden = occluders.hiding(cam, at0, window) if occluders is not None and window is not None else None
+        scores = _ious(polys, blob, window, hidden)
         best = max(range(len(polys)), key=lambda i: scores[i][0])  # the first of equals, as searched
         per_h[double] = (scores[best][0], at[best], polys[best], scores[best][1])
     return per_h
