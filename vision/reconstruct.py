@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -106,20 +107,15 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
     while the lattice is searched only the decisions and their score are used.
     """
     h, w = shape
-    site_set = set(sites)
-    keys: list[tuple[str, tuple]] = [("tower", s) for s in sites]
-    for (i, j) in sites:
-        for (k, l) in ((i + 1, j), (i, j + 1)):
-            if (k, l) in site_set:
-                keys.append(("edge", ((i, j), (k, l))))
-    corners = PiecePlaces.of(keys).corners(d)
-    px = cam.project(corners).reshape(len(keys), 8, 2)
-    lo = np.floor(px.min(axis=1)).astype(int)
-    hi = np.ceil(px.max(axis=1)).astype(int)
+    keys, places = _candidate_pieces(tuple(sites))
+    px = cam.project(places.corners(d)).reshape(len(keys), 8, 2)
+    by_axis = px.transpose(0, 2, 1).copy()  # (N, 2, 8): each box's x and y in a row, quicker to reduce
+    lo = np.floor(by_axis.min(axis=2)).astype(int)
+    hi = np.ceil(by_axis.max(axis=2)).astype(int)
     clipped = (lo[:, 0] < 0) | (lo[:, 1] < 0) | (hi[:, 0] >= w) | (hi[:, 1] >= h)
     clo = np.maximum(lo, 0)
     chi = np.minimum(hi, [w - 1, h - 1])
-    bases = px[:, [0, 2, 4, 6]].mean(axis=1).tolist()  # the corners with z = 0
+    bases = ((px[:, 0] + px[:, 2] + px[:, 4] + px[:, 6]) / 4).tolist()  # the corners with z = 0
     outside = np.any(chi < clo, axis=1)
     if support is not None:
         (x0, y0), (x1, y1) = clo.T, chi.T + 1
@@ -128,10 +124,23 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         favoured = support[y1, x1] - support[y0, x1] - support[y1, x0] + support[y0, x0]
         outside |= favoured <= 0
     pixels, starts = silhouette_pixels(np.ascontiguousarray(px, np.float64), w, h, outside)
-    starts = starts.tolist()
-    outside_l, clipped_l = outside.tolist(), clipped.tolist()
-    return [Element(kind, key, pixels[starts[n]:starts[n + 1]], (0.0, 0.0) if outside_l[n] else (bases[n][0], bases[n][1]),
-                    clipped_l[n]) for n, (kind, key) in enumerate(keys)]
+    ends = starts.tolist()
+    base_px = [(0.0, 0.0) if out else (b[0], b[1]) for b, out in zip(bases, outside.tolist())]
+    return [Element(kind, key, pixels[a:b], base, clip)
+            for (kind, key), a, b, base, clip in zip(keys, ends, ends[1:], base_px, clipped.tolist())]
+
+
+@lru_cache(maxsize=16)
+def _candidate_pieces(sites: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[str, tuple], ...], PiecePlaces]:
+    """Every candidate piece on `sites`: a tower on each, a wall on each edge between two of them; as
+    keys (kind, key) and as places. The lattice search asks again and again for the same sites."""
+    site_set = set(sites)
+    keys: list[tuple[str, tuple]] = [("tower", s) for s in sites]
+    for (i, j) in sites:
+        for (k, l) in ((i + 1, j), (i, j + 1)):
+            if (k, l) in site_set:
+                keys.append(("edge", ((i, j), (k, l))))
+    return tuple(keys), PiecePlaces.of(keys)
 
 
 def box_pixels(cam: Camera, shape: tuple[int, int], centre: tuple[float, float], half: tuple[float, float],
