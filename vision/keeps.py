@@ -115,10 +115,10 @@ def _ious(polys: list[np.ndarray], blob: np.ndarray, window: tuple[slice, slice]
     seen = tiles.view(bool)  # (the silhouettes are drawn as ones)
     if hidden is not None:
         seen &= ~hidden
-    in_seen = np.count_nonzero(seen, axis=(1, 2)).tolist()
-    inter = np.count_nonzero(seen & b, axis=(1, 2)).tolist()
-    in_blob = np.count_nonzero(b)
-    return [(float(i) / max(1, s + in_blob - i), s) for i, s in zip(inter, in_seen)]
+    in_seen = np.count_nonzero(seen, axis=(1, 2))
+    inter = np.count_nonzero(seen & b, axis=(1, 2))
+    iou = inter / np.maximum(1, in_seen + np.count_nonzero(b) - inter)
+    return list(zip(iou.tolist(), in_seen.tolist()))
 
 
 @dataclass(frozen=True)
