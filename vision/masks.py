@@ -71,7 +71,8 @@ def table_likelihood(lab: np.ndarray, sample: np.ndarray) -> np.ndarray:
     # fully table-like, so the threshold means the same on plain and on patterned tables.
     at_samples = hist.ravel()[flat[sample]]
     ref = float(np.percentile(at_samples, 25)) if at_samples.size else 1.0
-    return np.clip(hist.ravel()[flat] / max(ref, 1e-9), 0, 1)
+    # Scaled bin by bin, then looked up: the same values as scaling every pixel, a pass over the photo fewer.
+    return np.clip(hist.ravel() / max(ref, 1e-9), 0, 1)[flat]
 
 
 def table_chromaticity_likelihood(bgr: np.ndarray, sample: np.ndarray, bins: int = 64) -> np.ndarray:
@@ -88,7 +89,7 @@ def table_chromaticity_likelihood(bgr: np.ndarray, sample: np.ndarray, bins: int
     hist = np.bincount(flat[sample], minlength=bins * bins).astype(np.float32).reshape(bins, bins)
     hist = cv2.GaussianBlur(hist, (5, 5), 1.0)
     ref = float(np.percentile(hist.ravel()[flat[sample]], 25)) if sample.any() else 1.0
-    return np.clip(hist.ravel()[flat] / max(ref, 1e-9), 0, 1)
+    return np.clip(hist.ravel() / max(ref, 1e-9), 0, 1)[flat]  # (bin by bin, as table_likelihood)
 
 
 def white_balance_gains(bgr: np.ndarray, candidates: np.ndarray) -> np.ndarray:
