@@ -82,7 +82,8 @@ def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: fl
     return _silhouettes(cam, np.asarray(at, float).reshape(1, 2), half, height, np.array([yaw]))[0]
 
 
-def _window(polys: list[np.ndarray], bbox: tuple[int, int, int, int], shape: tuple[int, int]) -> tuple[slice, slice] | None:
+def _window(polys: list[np.ndarray], bbox: tuple[int, int, int, int],
+            shape: tuple[int, int]) -> tuple[slice, slice] | None:
     """Rows and columns of the photo (`shape`) that hold a blob (bbox x, y, w, h) and every silhouette,
     with a margin; None when they lie outside the photo."""
     H, W = shape

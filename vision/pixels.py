@@ -134,7 +134,7 @@ class PixelNet:
     def image_probabilities(self, features: np.ndarray) -> np.ndarray:
         """(H, W, F) features -> (H, W, len(CLASSES)) probabilities."""
         with self._lock:
-            # (The planes one after another, as the network takes them: OpenCV splits them faster than a transposing copy.)
+            # The planes one after another, as the network takes them (cv2.split is quicker than a transposing copy).
             self.net.setInput(np.stack(cv2.split(features.astype(np.float32, copy=False)))[None])
             out = self.net.forward()
         return out[0].transpose(1, 2, 0)

@@ -125,7 +125,7 @@ def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, i
         outside |= favoured <= 0
     pixels, starts = silhouette_pixels(np.ascontiguousarray(px, np.float64), w, h, outside)
     ends = starts.tolist()
-    base_px = [(0.0, 0.0) if out else (b[0], b[1]) for b, out in zip(bases, outside.tolist())]
+    base_px = [(0.0, 0.0) if out else (xy[0], xy[1]) for xy, out in zip(bases, outside.tolist())]
     return [Element(kind, key, pixels[a:b], base, clip)
             for (kind, key), a, b, base, clip in zip(keys, ends, ends[1:], base_px, clipped.tolist())]
 
