@@ -31,3 +31,7 @@ if [ "$mode" = "test" ]; then
 else
   .venv/bin/python -m pip install -q --disable-pip-version-check -e .
 fi
+# Compile the photo reader's numba kernels now (about ten seconds on a fresh install, a few to find them
+# cached on a later run), so that the first photo a user reads does not wait for them. A failure here only
+# leaves that wait to the first photo.
+.venv/bin/python -m vision.warm_up || echo "setup: the photo reader's kernels were not compiled ahead; the first photo will compile them"
