@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vision.warm_up import SAMPLE
+
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = {
-    "read a photo": ("vision", ROOT / "sample_photos" / "photo_000.jpg"),
+    "read a photo": ("vision", SAMPLE),  # the photo scripts/setup.sh warms the reader up with
     "measure pieces": ("pieces", ROOT / "tests" / "calibration" / "data" / "calib_v2_any_3684.jpg"),
 }
 

@@ -319,7 +319,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
     _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, _SCALED)
     if np.any(layer == TAB):
         # A tab's faces are lit as the body's faces turned the same way, where the body does not hide them.
-        free = np.empty((bh, bw))
+        free = np.empty((bh, bw))  # filled on the tabs' part alone: _add_cover reads it only within their boxes
         rows, cols = slice(tab_box[0], tab_box[1]), slice(tab_box[2], tab_box[3])
         seen = _stacked(weight, rows, cols)
         front, part = in_front[rows, cols], free[rows, cols]

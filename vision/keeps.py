@@ -82,13 +82,12 @@ def _silhouette(cam: Camera, at: np.ndarray, half: float, height: float, yaw: fl
     return _silhouettes(cam, np.asarray(at, float).reshape(1, 2), half, height, np.array([yaw]))[0]
 
 
-def _window(polys: list[np.ndarray], bbox: tuple[int, int, int, int],
+def _window(corners: np.ndarray, bbox: tuple[int, int, int, int],
             shape: tuple[int, int]) -> tuple[slice, slice] | None:
-    """Rows and columns of the photo (`shape`) that hold a blob (bbox x, y, w, h) and every silhouette,
-    with a margin; None when they lie outside the photo."""
+    """Rows and columns of the photo (`shape`) that hold a blob (bbox x, y, w, h) and every silhouette
+    (`corners`: all their corners, (N, 2)), with a margin; None when they lie outside the photo."""
     H, W = shape
     bx, by, bw, bh = bbox
-    corners = np.concatenate(polys) if polys else np.zeros((0, 2), np.float32)
     lo = np.minimum(corners.min(axis=0, initial=np.inf), (bx, by))
     hi = np.maximum(corners.max(axis=0, initial=-np.inf), (bx + bw, by + bh))
     x0, y0 = int(max(0, lo[0] - 2)), int(max(0, lo[1] - 2))
@@ -98,18 +97,18 @@ def _window(polys: list[np.ndarray], bbox: tuple[int, int, int, int],
     return slice(y0, y1), slice(x0, x1)
 
 
-def _ious(polys: list[np.ndarray], blob: np.ndarray, window: tuple[slice, slice] | None,
+def _ious(polys: list[np.ndarray], corners: np.ndarray, blob: np.ndarray, window: tuple[slice, slice] | None,
           hidden: np.ndarray | None = None) -> list[tuple[float, int]]:
-    """(IoU, pixels in view) of each silhouette against a blob, leaving out the silhouettes' `hidden`
-    pixels (a mask of the window). All are drawn in the `window` of the photo (_window), one tile each,
-    and counted together."""
+    """(IoU, pixels in view) of each silhouette (`corners`: theirs one after another) against a blob,
+    leaving out the silhouettes' `hidden` pixels (a mask of the window). All are drawn in the `window`
+    of the photo (_window), one tile each, and counted together."""
     if window is None:
         return [(0.0, 0)] * len(polys)
     rows, cols = window
     b = blob[window]
     tiles = np.zeros((len(polys), rows.stop - rows.start, cols.stop - cols.start), np.uint8)
     # Quarter-pixel fixed point (shift=2): the silhouettes' corners do not fall on whole pixels.
-    fixed = np.round((np.concatenate(polys) - [cols.start, rows.start]) * 4).astype(np.int32) if polys else None
+    fixed = np.round((corners - [cols.start, rows.start]) * 4).astype(np.int32)
     ends = np.cumsum([len(p) for p in polys]).tolist()
     for tile, start, end in zip(tiles, [0, *ends[:-1]], ends):
         cv2.fillConvexPoly(tile, fixed[start:end], 1, shift=2)
@@ -160,9 +159,10 @@ def _best_fits(cam: Camera, blob: np.ndarray, centroid: tuple[float, float], bbo
         at0 = cam.image_to_plane(np.array([centroid], float), z=hk / 2)[0]
         at = np.repeat(at0 + _SHIFTS, len(_YAWS), axis=0)
         polys = _silhouettes(cam, at, half, hk, np.tile(_YAWS, len(_SHIFTS)))
-        window = _window(polys, bbox, blob.shape)
+        corners = np.concatenate(polys)
+        window = _window(corners, bbox, blob.shape)
         hidden = occluders.hiding(cam, at0, window) if occluders is not None and window is not None else None
-        scores = _ious(polys, blob, window, hidden)
+        scores = _ious(polys, corners, blob, window, hidden)
         best = max(range(len(polys)), key=lambda i: scores[i][0])  # the first of equals, as searched
         per_h[double] = (scores[best][0], at[best], polys[best], scores[best][1])
     return per_h
