@@ -15,7 +15,9 @@ Compiling it once per machine took some 25 s of CPU, most of it numba compiling 
 Python constant passed them as a literal and its error formatting for array assignments; with numpy
 constants and element-wise assignments it takes 12-14 s. The passes over the maps keep to the pixels
 each layer's faces cover, and each face's colour fit sums in one pass: a step takes a fifth less time
-(session 82; costs unchanged to the bit on 5,855 steps recorded from two test renders).
+(session 82; costs unchanged to the bit on 5,855 steps recorded from two test renders). The scan for each
+region's points keeps to the columns its faces may cover in each row, not its faces' whole box (about an
+eighth of what that box held; session 84, the same costs to the bit).
 """
 from __future__ import annotations
 
@@ -287,11 +289,17 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
     merlon_rows, merlon_cols = slice(merlon_box[0], merlon_box[1]), slice(merlon_box[2], merlon_box[3])
 
     weight = np.zeros((n_regions, bh, bw))
+    # Each region's columns per row that its faces may cover (from span_lo to span_hi, box columns):
+    # the pixels outside them stay 0, so the scan for a region's points below keeps to them.
+    span_lo = np.full((n_regions, bh), bw, np.int64)
+    span_hi = np.zeros((n_regions, bh), np.int64)
+    spans = (region_of, span_lo, span_hi)
+    no_spans = (np.full(16, -1, np.int64), span_lo, span_hi)
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
     faces = (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp)
     if n_merlon > 0:
-        _add_layer(merlons, merlon_of, MERLON, faces, in_front, _UNSCALED)
+        _add_layer(merlons, merlon_of, MERLON, faces, in_front, _UNSCALED, spans)
         # Merlons seen over each other share the pixel. (Map by map, pixel by pixel within, so that the
         # compiler vectorises the passes; each pixel's sum is taken in the same order.)
         stacked = _stacked(merlons, merlon_rows, merlon_cols)
@@ -311,12 +319,12 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
         # openings do not overlap, so one map of them all clips each slot's inside.)
         openings = np.zeros((1, bh, bw))
-        _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, _UNSCALED)
-        _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], _SCALED)
+        _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, _UNSCALED, no_spans)
+        _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], _SCALED, spans)
         for r in range(bh):
             for c in range(bw):
                 in_front[r, c] = min(in_front[r, c] + openings[0, r, c], 1.0)
-    _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, _SCALED)
+    _add_layer(weight, region_of, BODY, faces, 1.0 - in_front, _SCALED, spans)
     if np.any(layer == TAB):
         # A tab's faces are lit as the body's faces turned the same way, where the body does not hide them.
         free = np.empty((bh, bw))  # filled on the tabs' part alone: _add_cover reads it only within their boxes
@@ -326,7 +334,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         for r in range(seen.shape[0]):
             for c in range(seen.shape[1]):
                 part[r, c] = 1.0 - min(seen[r, c] + front[r, c], 1.0)
-        _add_layer(weight, region_of, TAB, faces, free, _SCALED)
+        _add_layer(weight, region_of, TAB, faces, free, _SCALED, spans)
     for i in range(16):
         if merlon_of[i] >= 0:
             _add_into(weight[region_of[i], merlon_rows, merlon_cols],
@@ -349,7 +357,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         m = 0
         cover = weight[k]
         for r in range(reg_box[k, 0], reg_box[k, 1]):
-            for c in range(reg_box[k, 2], reg_box[k, 3]):
+            for c in range(span_lo[k, r], span_hi[k, r]):
                 if cover[r, c] != 0.0:
                     i = point_at[r0 + r, c0 + c]
                     if i >= 0:
@@ -397,21 +405,26 @@ def _grow(part: np.ndarray, face_box: np.ndarray, r0: int, c0: int) -> None:
 
 @njit(cache=True, nogil=True)
 def _add_layer(maps: np.ndarray, map_of: np.ndarray, wanted: int, faces: tuple, scale: np.ndarray,
-               scaled: bool) -> None:
+               scaled: bool, spans: tuple) -> None:
     """Add the cover of each face in layer `wanted` to its map, maps[map_of[its code]] (_add_cover).
-    `faces`: (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp) as appearance_misfit has them."""
+    `faces`: (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp) as appearance_misfit has them;
+    `spans`: (the region each code's cover ends up in, -1 for none; the regions' columns per row,
+    span_lo and span_hi), widened to take in the columns each face may cover."""
     polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp = faces
+    span_of, span_lo, span_hi = spans
     for f in range(polys.shape[0]):
         if layer[f] == wanted:
             _add_cover(maps[map_of[code[f] + _CODE_OFFSET]], polys[f], box[f], r0, c0, xs, ys, x0, step, ramp,
-                       scale, scaled)
+                       scale, scaled, span_of[code[f] + _CODE_OFFSET], span_lo, span_hi)
 
 
 @njit(cache=True, nogil=True)
 def _add_cover(out: np.ndarray, poly: np.ndarray, box: np.ndarray, r0: int, c0: int, xs: np.ndarray,
-               ys: np.ndarray, x0: float, step: float, ramp: float, scale: np.ndarray, scaled: bool) -> None:
+               ys: np.ndarray, x0: float, step: float, ramp: float, scale: np.ndarray, scaled: bool,
+               span: int, span_lo: np.ndarray, span_hi: np.ndarray) -> None:
     """Add the soft cover of the convex polygon `poly` to `out` (a part of the grid from row r0,
-    column c0; columns at `xs`, every `step` from x0), times `scale` (out's shape) where `scaled`, within its rows and columns `box`."""
+    column c0; columns at `xs`, every `step` from x0), times `scale` (out's shape) where `scaled`, within its rows and columns `box`;
+    region `span`'s columns per row (span_lo, span_hi; none where -1) widened to take in those it may cover."""
     if box[1] <= box[0]:
         return
     nx, ny, c = edge_planes(poly)
@@ -433,6 +446,9 @@ def _add_cover(out: np.ndarray, poly: np.ndarray, box: np.ndarray, r0: int, c0: 
             continue
         first = max(box[2], math.floor((lo - x0) / step) - 1)
         last = min(box[3], math.ceil((hi - x0) / step) + 2)
+        if span >= 0 and last > first:
+            span_lo[span, r - r0] = min(span_lo[span, r - r0], first - c0)
+            span_hi[span, r - r0] = max(span_hi[span, r - r0], last - c0)
         for col in range(first, last):
             v = cover_at(nx, ny, c, xs[col], ys[r], ramp)
             out[r - r0, col - c0] += v * scale[r - r0, col - c0] if scaled else v

@@ -101,7 +101,7 @@ from skimage import color, measure
 
 from calibration.camera import MatFocal, default_camera, focal_from_mat, undistort_image
 from calibration.appearance_kernel import BODY, add_box_faces, appearance_misfit, box_corners, side_normals
-from calibration.cover_kernel import soft_cover
+from calibration.cover_kernel import boundary_distance, soft_cover
 from calibration.mat import MIN_POINTS, MatDetection, find_mat, fit_homography, mat_image
 from calibration.profiles import KEEP_COLOURS, CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize
 
@@ -357,11 +357,12 @@ def _model_distance(points: np.ndarray, params: np.ndarray, nadir: np.ndarray, c
     wall's body and its two end tabs (the union of three projected boxes, not convex: the tabs are
     narrower than the wall, and that step is what tells the body's ends from the tabs')."""
     corners = _box_corners(params, nadir, cam_z)
+    points = np.ascontiguousarray(points, np.float64)
     dist = None
     for i in range(0, len(corners), 8):
         c = corners[i:i + 8]
         hull = c[cv2.convexHull(c.astype(np.float32), returnPoints=False).ravel()]
-        di = _boundary_distance(points, hull)
+        di = boundary_distance(points, np.ascontiguousarray(hull, np.float64))
         dist = di if dist is None else np.minimum(dist, di)
     return dist
 
@@ -385,22 +386,6 @@ def _oriented_fit(p: np.ndarray, outline: Polygon, nadir: np.ndarray, cam_z: flo
     hull = _hull(p, nadir, cam_z)
     inter = hull.intersection(outline).area
     return p, float(inter / (hull.area + outline.area - inter))
-
-
-def _boundary_distance(points: np.ndarray, poly: np.ndarray) -> np.ndarray:
-    """Signed distance (outside > 0) of points to a convex polygon given counter-clockwise or not."""
-    # Written out per coordinate (the fits call it thousands of times on a few hundred points).
-    px, py = points[:, 0:1], points[:, 1:2]
-    ax, ay = poly[:, 0], poly[:, 1]
-    abx, aby = np.roll(ax, -1) - ax, np.roll(ay, -1) - ay
-    apx, apy = px - ax, py - ay
-    t = np.clip((apx * abx + apy * aby) / np.maximum(abx * abx + aby * aby, 1e-12), 0, 1)
-    dx, dy = px - (ax + t * abx), py - (ay + t * aby)
-    dist = np.sqrt(dx * dx + dy * dy).min(axis=1)
-    cross = abx * apy - aby * apx
-    orient = np.sign(np.sum(abx * np.roll(aby, -1) - aby * np.roll(abx, -1)))
-    is_inside = np.all(cross * orient >= 0, axis=1)
-    return np.where(is_inside, -dist, dist)
 
 
 # A wall's end tabs (the tongues that slide into a tower's slot): depth and width as shares of the
@@ -558,17 +543,24 @@ def wall_merlon_starts(length: float, width: float) -> np.ndarray:
     return -length / 2 + np.arange(n) * (merlon_w + gap)
 
 
-def _crown(kind: str | None, params: np.ndarray):
-    """A piece's merlons as (share of its height where they start, boxes (u0, u1, v0, v1) in mm along
-    and across it from its centre), or None for a piece fitted as a plain box."""
+def _crown(kind: str | None, params: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """A piece's merlons as (share of its height where they start, boxes (n, 4): u0, u1, v0, v1 in mm
+    along and across it from its centre), or None for a piece fitted as a plain box. (Arrays, not
+    lists: the appearance fit asks for them at every step.)"""
     length, width = params[3], params[4]
     if kind in ("short_wall", "long_wall") and len(params) == 9:
-        merlon_w = WALL_MERLON[0] * width
-        return WALL_MERLON[2], [(a, a + merlon_w, -width / 2, width / 2) for a in wall_merlon_starts(length, width)]
+        starts = wall_merlon_starts(length, width)
+        boxes = np.empty((len(starts), 4))
+        boxes[:, 0], boxes[:, 1] = starts, starts + WALL_MERLON[0] * width
+        boxes[:, 2], boxes[:, 3] = -width / 2, width / 2
+        return WALL_MERLON[2], boxes
     if kind in CROWN:
         share, boxes = CROWN[kind]
-        return share, [(a * length, b * length, c * width, d * width) for a, b, c, d in boxes]
+        return share, _CROWN_SHARES[kind] * np.array([length, length, width, width])
     return None
+
+
+_CROWN_SHARES = {kind: np.array(boxes, np.float64) for kind, (_, boxes) in CROWN.items()}
 
 
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit
@@ -788,12 +780,14 @@ def _appearance(f: PieceFit, scene: _Scene, pad_mm: float = 8.0) -> _Appearance 
 
     slot = np.array(TOWER_SLOT) if kind == "tower" else np.zeros(0)
 
+    no_crown = (0.0, np.zeros((0, 4)))
+    cam_z = float(scene.cam_z)
+
     def misfit(q):
         p = _expand(q, square, tabs)
-        share, boxes = _crown(kind, p) or (0.0, [])
-        return appearance_misfit(p, scene.nadir, float(scene.cam_z), share, np.array(boxes, np.float64).reshape(-1, 4),
-                                 slot, _FACE_CODES, SIDE_SHADING, grid.xs, grid.ys, grid.x0, grid.y0, grid.step, ramp,
-                                 point_at, norm, pts, rho_bg, tau2)
+        share, boxes = _crown(kind, p) or no_crown
+        return appearance_misfit(p, scene.nadir, cam_z, share, boxes, slot, _FACE_CODES, SIDE_SHADING, grid.xs,
+                                 grid.ys, grid.x0, grid.y0, grid.step, ramp, point_at, norm, pts, rho_bg, tau2)
 
     def cost(q):
         scale = q[3] / ln0
