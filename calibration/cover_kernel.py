@@ -1,7 +1,8 @@
-"""Convex polygons on the mat, compiled with numba: how much of each pixel one covers (the appearance
-fit's innermost step, appearance_kernel, which takes it some 10 million times a photo, and the
-clear-of-the-piece test of its windows, pieces._soft_cover), and points' signed distance to one (the
-outline fits, pieces._model_distance, thousands of times a photo).
+"""Convex polygons on the mat, compiled with numba: how much of each pixel one covers (the
+clear-of-the-piece test of the appearance fit's windows, pieces._soft_cover; the fit's own kernel,
+appearance_kernel._add_cover, writes the same sums out for its four-sided faces, some 10 million
+times a photo), and points' signed distance to one (the outline fits, pieces._model_distance,
+thousands of times a photo).
 """
 from __future__ import annotations
 
