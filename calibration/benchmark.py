@@ -5,6 +5,7 @@
     python -m calibration.benchmark pieces-render [--photos 4] [--seed S] [--any-light] [--views N]
                                                                  piece size error on Mitsuba renders
     python -m calibration.benchmark vision DIR [--limit N]        vision accuracy without / with profiles
+    python -m calibration.benchmark speed [DIR]                   CPU seconds of a piece measurement
 
 `intrinsics` and `pieces` draw exact pinhole views (calibration.synthetic) with random focal length,
 principal point, lens distortion, camera elevation and azimuth, and piece sizes within +/-15 %
@@ -16,10 +17,16 @@ vision.read_photo: without a profile, with the camera profile a perfect `castell
 would give (the ground-truth K), and with that plus the piece and colour sections a perfect
 `castellan calibrate pieces` would give (rendered piece sizes; keep colours read from the keeps' tops
 in the render itself, i.e. under the photo's own light), and prints the accuracies side by side.
+`speed` measures the pieces in each photo of a folder of renders with their truth (X.jpg + X.json;
+default the test suite's, tests/calibration/data) with the render's camera profile and without one,
+and prints each measurement's CPU seconds and a digest of everything it measured (sizes, every fit,
+notes, colours, or the refusal), so two versions of the code can be timed side by side and shown to
+measure alike.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import statistics
@@ -507,6 +514,47 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
     return {"photos": n, "with_mat": n_mat, "tallies": tallies, "summary": "\n".join(summary)}
 
 
+TEST_RENDERS = Path(__file__).resolve().parent.parent / "tests" / "calibration" / "data"
+
+
+def bench_speed(folder: Path) -> dict:
+    """CPU seconds of measuring each render in `folder` with its camera profile and without one, and a
+    digest of each result. The first photo is measured once untimed first: numba compiles the
+    kernels, or loads them from its cache, on the first measurement in a process."""
+    photos = sorted(p for p in folder.glob("*.jpg") if p.with_suffix(".json").is_file())
+    if not photos:
+        return {"summary": f"{folder}: no renders with truth (X.jpg + X.json)", "photos": 0}
+    cv2.setNumThreads(1)  # one core, as the other benchmarks time
+    _measured_digest(cv2.imread(str(photos[0])), None)
+    rows, cpu = [], {"camera": [], "none": []}
+    for photo in photos:
+        image, truth = cv2.imread(str(photo)), json.loads(photo.with_suffix(".json").read_text())
+        row = {"photo": photo.stem}
+        for mode, camera in (("camera", camera_profile_from_truth(truth)), ("none", None)):
+            t0 = time.process_time()
+            row[mode] = _measured_digest(image, camera)
+            row[f"{mode}_cpu_s"] = time.process_time() - t0
+            cpu[mode].append(row[f"{mode}_cpu_s"])
+        rows.append(row)
+    lines = [f"{'photo':32s} {'camera CPU-s':>13s} {'none CPU-s':>11s}  digests"]
+    lines += [f"{r['photo']:32s} {r['camera_cpu_s']:13.1f} {r['none_cpu_s']:11.1f}  {r['camera']} {r['none']}" for r in rows]
+    every = cpu["camera"] + cpu["none"]
+    lines.append(f"{len(every)} measurements of {len(photos)} photos: median {statistics.median(every):.1f} CPU-s, "
+                 f"least {min(every):.1f}, most {max(every):.1f}, total {sum(every):.1f}")
+    return {"photos": len(photos), "folder": str(folder), "rows": rows, "median_cpu_s": statistics.median(every),
+            "total_cpu_s": sum(every), "summary": "\n".join(lines)}
+
+
+def _measured_digest(image: np.ndarray, camera: CameraProfile | None) -> str:
+    """A short digest of everything measure_pieces gives for a photo, or of its refusal."""
+    try:
+        m = measure_pieces(image, camera=camera)
+        text = " | ".join([repr(m.pieces), repr(m.fits), " / ".join(m.notes), repr(m.colours)])
+    except PieceMeasureError as e:
+        text = "refused: " + str(e)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.benchmark", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -528,7 +576,9 @@ def main(argv: list[str] | None = None) -> int:
                    "views combined too, as `castellan calibrate pieces` measures several photos")
     r.add_argument("--cache", type=Path, default=Path("out/calibration_renders"),
                    help="renders are written here and reused on the next run")
-    for p in (a, b, c, r):
+    sp = sub.add_parser("speed")
+    sp.add_argument("folder", type=Path, nargs="?", default=TEST_RENDERS)
+    for p in (a, b, c, r, sp):
         p.add_argument("--json", type=Path, help="write the full result here")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -539,6 +589,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.what == "pieces-render":
         result = bench_pieces_render(args.photos, args.spp, args.cache, even_light=not args.any_light,
                                      seed=args.seed, views=args.views)
+    elif args.what == "speed":
+        if not args.folder.is_dir():
+            print(f"{args.folder}: not a folder", file=sys.stderr)
+            return 2
+        result = bench_speed(args.folder)
     else:
         if not args.folder.is_dir():
             print(f"{args.folder}: not a folder", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The calibration benchmark's render cache keeps even-light and any-light renders apart."""
+"""The calibration benchmark: its render cache (even-light and any-light renders kept apart), its tallies, its timing."""
 from __future__ import annotations
 
 from calibration.benchmark import render_stem
@@ -40,3 +40,28 @@ def test_heights_far_off_are_counted_apart_from_footprints():
     assert "heights off by more than 2 mm written: 2 (short_wall +6.9, short_wall -2.5)" in line
     assert "sizes off by more than 2 mm passed: 2 (tower length -2.3, tower width -2.3)" in line
     assert wrong == ["tower length -2.3", "tower width -2.3"]
+
+
+def test_speed_times_each_measurement_and_digests_a_refusal_too(tmp_path, capsys):
+    # A photo with no mat in view is refused at once: the benchmark times it in both modes and records
+    # what it gave; a photo without its truth file is not a render to time.
+    import json
+
+    import cv2
+    import numpy as np
+
+    from calibration.benchmark import main
+
+    cv2.imwrite(str(tmp_path / "table.jpg"), np.full((480, 640, 3), 120, np.uint8))
+    K = [[500.0, 0, 320.0], [0, 500.0, 240.0], [0, 0, 1]]
+    (tmp_path / "table.json").write_text(json.dumps({"camera": {"K": K, "width": 640, "height": 480}}))
+    cv2.imwrite(str(tmp_path / "loose.jpg"), np.full((48, 64, 3), 90, np.uint8))
+    out = tmp_path / "speed.json"
+    assert main(["speed", str(tmp_path), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["photos"] == 1 and [r["photo"] for r in result["rows"]] == ["table"]
+    row = result["rows"][0]
+    assert row["camera"] == row["none"] and row["camera_cpu_s"] >= 0  # refused alike, with and without a camera
+    assert "2 measurements of 1 photos" in capsys.readouterr().out
+    assert main(["speed", str(tmp_path / "missing")]) == 2
+    assert "not a folder" in capsys.readouterr().err
