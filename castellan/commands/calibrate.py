@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 EXIT_OK = 0
@@ -126,22 +128,23 @@ def run_pieces(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
     try:
         prof = load_profiles(args.profile)
-        measured, seen = [], {}
-        for i, photo in enumerate(args.photos):
+        photos, seen = [], {}
+        for photo in args.photos:
             data = read_photo_bytes(photo)  # read once: pixels and EXIF focal length
             # One photo given twice would count as two views that agree.
             digest = hashlib.sha256(data).hexdigest()
             if digest in seen:
                 raise _BadInput(f"{photo} is the same photo as {seen[digest]}: give each photo once")
             seen[digest] = photo
-            try:
-                result = _measure_photo(photo, data, prof, _debug_path(args.debug, i, len(args.photos)))
-            except PieceMeasureError as exc:
+            photos.append((photo, data))
+        measured = []
+        for (photo, _), outcome in zip(photos, _measure_photos(photos, prof, args.debug)):
+            if isinstance(outcome, PieceMeasureError):
                 if len(args.photos) == 1:
-                    raise
-                skipped[photo] = str(exc)
+                    raise outcome
+                skipped[photo] = str(outcome)
                 continue
-            measured.append((result, photo))
+            measured.append((outcome, photo))
         if not measured:
             raise _BadInput("no photo could be measured:\n" + "\n".join(f"  {p}: {why}" for p, why in skipped.items()))
         spread = None
@@ -194,6 +197,24 @@ def _debug_path(debug: str | None, index: int, count: int) -> str | None:
         return debug
     p = Path(debug)
     return str(p.with_name(f"{p.stem}-{index + 1}{p.suffix}"))
+
+
+def _measure_photos(photos: list[tuple[str, bytes]], prof, debug: str | None) -> list:
+    """_measure_photo of each (path, bytes), as many at a time as the machine has cores (the fits'
+    compiled kernels, most of a measurement's time, release the GIL): each photo's measurement, or
+    the PieceMeasureError that refused it, in the photos' order. Any other error (a file that is not
+    a photo) is raised, the first photo's first."""
+    from calibration.pieces import PieceMeasureError
+
+    def one(i: int):
+        photo, data = photos[i]
+        try:
+            return _measure_photo(photo, data, prof, _debug_path(debug, i, len(photos)))
+        except PieceMeasureError as refusal:
+            return refusal
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(photos), os.cpu_count() or 1))) as pool:
+        return list(pool.map(one, range(len(photos))))
 
 
 def _measure_photo(photo: str, data: bytes, prof, debug: str | None):
