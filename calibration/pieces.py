@@ -543,6 +543,9 @@ def wall_merlon_starts(length: float, width: float) -> np.ndarray:
     return -length / 2 + np.arange(n) * (merlon_w + gap)
 
 
+_CROWN_SHARES = {kind: np.array(boxes, np.float64) for kind, (_, boxes) in CROWN.items()}  # (n, 4) each
+
+
 def _crown(kind: str | None, params: np.ndarray) -> tuple[float, np.ndarray] | None:
     """A piece's merlons as (share of its height where they start, boxes (n, 4): u0, u1, v0, v1 in mm
     along and across it from its centre), or None for a piece fitted as a plain box. (Arrays, not
@@ -555,12 +558,8 @@ def _crown(kind: str | None, params: np.ndarray) -> tuple[float, np.ndarray] | N
         boxes[:, 2], boxes[:, 3] = -width / 2, width / 2
         return WALL_MERLON[2], boxes
     if kind in CROWN:
-        share, boxes = CROWN[kind]
-        return share, _CROWN_SHARES[kind] * np.array([length, length, width, width])
+        return CROWN[kind][0], _CROWN_SHARES[kind] * np.array([length, length, width, width])
     return None
-
-
-_CROWN_SHARES = {kind: np.array(boxes, np.float64) for kind, (_, boxes) in CROWN.items()}
 
 
 # Appearance fit: pixels are sampled every APPEARANCE_STEP rectified pixels; a pixel's misfit

@@ -121,6 +121,7 @@ def run_camera(args: argparse.Namespace) -> int:
 
 
 def run_pieces(args: argparse.Namespace) -> int:
+    from calibration.camera import exif_focal_35mm
     from calibration.combined import combine_measurements
     from calibration.pieces import PieceMeasureError
     from calibration.profiles import Profile, ProfileError, load_profiles
@@ -136,9 +137,10 @@ def run_pieces(args: argparse.Namespace) -> int:
             if digest in seen:
                 raise _BadInput(f"{photo} is the same photo as {seen[digest]}: give each photo once")
             seen[digest] = photo
-            photos.append((photo, data))
+            # Decoded before any is measured: a file that is not a photo is named at once.
+            photos.append((photo, read_photo(photo, data), exif_focal_35mm(data)))
         measured = []
-        for (photo, _), outcome in zip(photos, _measure_photos(photos, prof, args.debug)):
+        for (photo, _, _), outcome in zip(photos, _measure_photos(photos, prof, args.debug)):
             if isinstance(outcome, PieceMeasureError):
                 if len(args.photos) == 1:
                     raise outcome
@@ -199,17 +201,17 @@ def _debug_path(debug: str | None, index: int, count: int) -> str | None:
     return str(p.with_name(f"{p.stem}-{index + 1}{p.suffix}"))
 
 
-def _measure_photos(photos: list[tuple[str, bytes]], prof, debug: str | None) -> list:
-    """_measure_photo of each (path, bytes), as many at a time as the machine has cores (the fits'
-    compiled kernels, most of a measurement's time, release the GIL): each photo's measurement, or
-    the PieceMeasureError that refused it, in the photos' order. Any other error (a file that is not
-    a photo) is raised, the first photo's first."""
+def _measure_photos(photos: list[tuple], prof, debug: str | None) -> list:
+    """_measure_photo of each (path, image, EXIF focal length), as many at a time as the machine has
+    cores (the fits' compiled kernels, most of a measurement's time, release the GIL): each photo's
+    measurement, or the PieceMeasureError that refused it, in the photos' order. Any other error (a
+    debug image that cannot be written) is raised, the first photo's first."""
     from calibration.pieces import PieceMeasureError
 
     def one(i: int):
-        photo, data = photos[i]
+        photo, image, focal_35mm = photos[i]
         try:
-            return _measure_photo(photo, data, prof, _debug_path(debug, i, len(photos)))
+            return _measure_photo(image, focal_35mm, prof, _debug_path(debug, i, len(photos)))
         except PieceMeasureError as refusal:
             return refusal
 
@@ -217,14 +219,13 @@ def _measure_photos(photos: list[tuple[str, bytes]], prof, debug: str | None) ->
         return list(pool.map(one, range(len(photos))))
 
 
-def _measure_photo(photo: str, data: bytes, prof, debug: str | None):
-    """calibrate pieces on one photo file's bytes (PieceMeasureError if it cannot be measured)."""
-    from calibration.camera import exif_focal_35mm
+def _measure_photo(image, focal_35mm: float | None, prof, debug: str | None):
+    """calibrate pieces on one decoded photo and its EXIF focal length (PieceMeasureError if it cannot
+    be measured)."""
     from calibration.pieces import PieceMeasureError, measure_pieces
 
-    image = read_photo(photo, data)
     try:
-        result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=exif_focal_35mm(data))
+        result = measure_pieces(image, camera=prof.camera if prof else None, exif_focal_35mm=focal_35mm)
     except PieceMeasureError as refusal:
         # A refused photo's debug image shows the pieces as they were found: which one was misread.
         if not debug or refusal.debug_image is None:

@@ -264,6 +264,22 @@ def test_calibrate_pieces_command_combines_several_photos_and_skips_one_it_canno
     assert "is the same photo as" in capsys.readouterr().err and not (tmp_path / "twice.json").exists()
 
 
+def test_calibrate_pieces_names_a_file_that_is_not_a_photo_and_writes_nothing(tmp_path: Path, capsys):
+    # Among several photos (measured several at a time, decoded before any is measured) a text file or a
+    # missing one is named with what to give instead, and no profile is written.
+    table = tmp_path / "table.png"
+    cv2.imwrite(str(table), np.full((480, 640, 3), 120, np.uint8))
+    notes = tmp_path / "notes.jpg"
+    notes.write_text("not a photo")
+    profile = tmp_path / "profile.json"
+    assert main(["calibrate", "pieces", str(table), str(notes), "-o", str(profile)]) == 2
+    err = capsys.readouterr().err
+    assert f"{notes}: not a readable photo" in err and "JPEG, PNG or HEIC" in err
+    assert main(["calibrate", "pieces", str(table), str(tmp_path / "gone.jpg"), "-o", str(profile)]) == 2
+    assert "gone.jpg: no such file" in capsys.readouterr().err
+    assert not profile.exists()
+
+
 def test_pieces_that_cannot_be_one_set_are_refused():
     # Each piece is measured right, but a 70 mm "long wall" with a 22 mm tower and 32 mm short wall
     # breaks G3 (a long wall is two short walls and a tower: 86 mm). From a real set that means one
