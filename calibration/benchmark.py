@@ -521,16 +521,28 @@ def bench_speed(folder: Path) -> dict:
     """CPU seconds of measuring each render in `folder` with its camera profile and without one, and a
     digest of each result. The first photo is measured once untimed first: numba compiles the
     kernels, or loads them from its cache, on the first measurement in a process."""
-    photos = sorted(p for p in folder.glob("*.jpg") if p.with_suffix(".json").is_file())
-    if not photos:
-        return {"summary": f"{folder}: no renders with truth (X.jpg + X.json)", "photos": 0}
+    renders, skipped = [], {}
+    for photo in sorted(p for p in folder.glob("*.jpg") if p.with_suffix(".json").is_file()):
+        image = cv2.imread(str(photo))
+        try:
+            camera = camera_profile_from_truth(json.loads(photo.with_suffix(".json").read_text()))
+        except (ValueError, KeyError, TypeError) as e:
+            skipped[photo.name] = f"its truth file has no usable camera ({e!r})"
+            continue
+        if image is None:
+            skipped[photo.name] = "not a readable image"
+            continue
+        renders.append((photo, image, camera))
+    notes = [f"skipped {name}: {why}" for name, why in skipped.items()]
+    if not renders:
+        return {"summary": "\n".join([f"{folder}: no renders with truth (X.jpg + X.json)"] + notes), "photos": 0,
+                "skipped": skipped}
     cv2.setNumThreads(1)  # one core, as the other benchmarks time
-    _measured_digest(cv2.imread(str(photos[0])), None)
+    _measured_digest(renders[0][1], None)
     rows, cpu = [], {"camera": [], "none": []}
-    for photo in photos:
-        image, truth = cv2.imread(str(photo)), json.loads(photo.with_suffix(".json").read_text())
+    for photo, image, camera_truth in renders:
         row = {"photo": photo.stem}
-        for mode, camera in (("camera", camera_profile_from_truth(truth)), ("none", None)):
+        for mode, camera in (("camera", camera_truth), ("none", None)):
             t0 = time.process_time()
             row[mode] = _measured_digest(image, camera)
             row[f"{mode}_cpu_s"] = time.process_time() - t0
@@ -539,10 +551,10 @@ def bench_speed(folder: Path) -> dict:
     lines = [f"{'photo':32s} {'camera CPU-s':>13s} {'none CPU-s':>11s}  digests"]
     lines += [f"{r['photo']:32s} {r['camera_cpu_s']:13.1f} {r['none_cpu_s']:11.1f}  {r['camera']} {r['none']}" for r in rows]
     every = cpu["camera"] + cpu["none"]
-    lines.append(f"{len(every)} measurements of {len(photos)} photos: median {statistics.median(every):.1f} CPU-s, "
+    lines.append(f"{len(every)} measurements of {len(renders)} photos: median {statistics.median(every):.1f} CPU-s, "
                  f"least {min(every):.1f}, most {max(every):.1f}, total {sum(every):.1f}")
-    return {"photos": len(photos), "folder": str(folder), "rows": rows, "median_cpu_s": statistics.median(every),
-            "total_cpu_s": sum(every), "summary": "\n".join(lines)}
+    return {"photos": len(renders), "folder": str(folder), "rows": rows, "median_cpu_s": statistics.median(every),
+            "total_cpu_s": sum(every), "skipped": skipped, "summary": "\n".join(lines + notes)}
 
 
 def _measured_digest(image: np.ndarray, camera: CameraProfile | None) -> str:
@@ -594,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.folder}: not a folder", file=sys.stderr)
             return 2
         result = bench_speed(args.folder)
+        if not result["photos"]:
+            print(result["summary"], file=sys.stderr)
+            return 2
     else:
         if not args.folder.is_dir():
             print(f"{args.folder}: not a folder", file=sys.stderr)

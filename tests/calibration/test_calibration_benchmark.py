@@ -56,12 +56,22 @@ def test_speed_times_each_measurement_and_digests_a_refusal_too(tmp_path, capsys
     K = [[500.0, 0, 320.0], [0, 500.0, 240.0], [0, 0, 1]]
     (tmp_path / "table.json").write_text(json.dumps({"camera": {"K": K, "width": 640, "height": 480}}))
     cv2.imwrite(str(tmp_path / "loose.jpg"), np.full((48, 64, 3), 90, np.uint8))
+    # Bad files beside them are skipped, each with its reason.
+    (tmp_path / "broken.jpg").write_text("not a photo")
+    (tmp_path / "broken.json").write_text(json.dumps({"camera": {"K": K, "width": 640, "height": 480}}))
+    (tmp_path / "untrue.jpg").write_bytes((tmp_path / "table.jpg").read_bytes())
+    (tmp_path / "untrue.json").write_text("{")
     out = tmp_path / "speed.json"
     assert main(["speed", str(tmp_path), "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["photos"] == 1 and [r["photo"] for r in result["rows"]] == ["table"]
     row = result["rows"][0]
     assert row["camera"] == row["none"] and row["camera_cpu_s"] >= 0  # refused alike, with and without a camera
-    assert "2 measurements of 1 photos" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "2 measurements of 1 photos" in printed
+    assert "skipped broken.jpg: not a readable image" in printed and "skipped untrue.jpg: its truth file" in printed
     assert main(["speed", str(tmp_path / "missing")]) == 2
     assert "not a folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["speed", str(tmp_path / "empty")]) == 2
+    assert "no renders with truth" in capsys.readouterr().err
