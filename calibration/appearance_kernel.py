@@ -296,7 +296,6 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
     span_lo = np.full((n_regions, bh), bw, np.int64)
     span_hi = np.zeros((n_regions, bh), np.int64)
     spans = (region_of, span_lo, span_hi)
-    no_spans = (np.full(16, -1, np.int64), span_lo, span_hi)
     in_front = np.zeros((bh, bw))  # what merlons and slot openings hide of the body
     merlons = np.zeros((n_merlon, bh, bw))
     faces = (polys, layer, code, box, r0, c0, xs, ys, x0, step, ramp)
@@ -321,6 +320,7 @@ def appearance_misfit(params: np.ndarray, nadir: np.ndarray, cam_z: float, crown
         # A side's slot opening is not the side: what shows in it is the slot's inside. (Two sides'
         # openings do not overlap, so one map of them all clips each slot's inside.)
         openings = np.zeros((1, bh, bw))
+        no_spans = (np.full(16, -1, np.int64), span_lo, span_hi)  # (the openings are no region's)
         _add_layer(openings, np.zeros(16, np.int64), SLOT_OPENING, faces, in_front, _UNSCALED, no_spans)
         _add_layer(weight, region_of, SLOT_INSIDE, faces, openings[0], _SCALED, spans)
         for r in range(bh):

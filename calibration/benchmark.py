@@ -17,7 +17,7 @@ vision.read_photo: without a profile, with the camera profile a perfect `castell
 would give (the ground-truth K), and with that plus the piece and colour sections a perfect
 `castellan calibrate pieces` would give (rendered piece sizes; keep colours read from the keeps' tops
 in the render itself, i.e. under the photo's own light), and prints the accuracies side by side.
-`speed` measures the pieces in each photo of a folder of renders with their truth (X.jpg + X.json;
+`speed` measures the pieces in each photo of a folder of renders with their truth (X.jpg or X.png with X.json;
 default the test suite's, tests/calibration/data) with the render's camera profile and without one,
 and prints each measurement's CPU seconds and a digest of everything it measured (sizes, every fit,
 notes, colours, or the refusal), so two versions of the code can be timed side by side and shown to
@@ -445,8 +445,7 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
     from scoring import parse_castle, score_castle
     from vision import PhotoError, read_photo
 
-    photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
-                    and p.with_suffix(".json").exists() and not p.stem.endswith("_mask"))[:limit]
+    photos = _renders_with_truth(folder)[:limit]
     fields = ("exact", "wrong", "refused", "exact_any", "pieces_ok", "pieces", "keeps_found", "keeps", "keep_colour_ok", "keep_double_ok")
     tallies = {sub: {key: dict.fromkeys(fields, 0) for key in VISION_CONFIGS} for sub in ("all", "mat")}
     n_mat = 0
@@ -517,12 +516,19 @@ def bench_vision(folder: Path, limit: int | None) -> dict:
 TEST_RENDERS = Path(__file__).resolve().parent.parent / "tests" / "calibration" / "data"
 
 
+def _renders_with_truth(folder: Path) -> list[Path]:
+    """The renders in `folder` with their truth beside them (X.jpg, .jpeg or .png and X.json; not a
+    render's pixel mask, X_mask), in name order."""
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
+                  and p.with_suffix(".json").exists() and not p.stem.endswith("_mask"))
+
+
 def bench_speed(folder: Path) -> dict:
     """CPU seconds of measuring each render in `folder` with its camera profile and without one, and a
     digest of each result. The first photo is measured once untimed first: numba compiles the
     kernels, or loads them from its cache, on the first measurement in a process."""
     renders, skipped = [], {}
-    for photo in sorted(p for p in folder.glob("*.jpg") if p.with_suffix(".json").is_file()):
+    for photo in _renders_with_truth(folder):
         image = cv2.imread(str(photo))
         try:
             camera = camera_profile_from_truth(json.loads(photo.with_suffix(".json").read_text()))
@@ -535,22 +541,21 @@ def bench_speed(folder: Path) -> dict:
         renders.append((photo, image, camera))
     notes = [f"skipped {name}: {why}" for name, why in skipped.items()]
     if not renders:
-        return {"summary": "\n".join([f"{folder}: no renders with truth (X.jpg + X.json)"] + notes), "photos": 0,
+        return {"summary": "\n".join([f"{folder}: no renders with truth (X.jpg or X.png with X.json)"] + notes), "photos": 0,
                 "skipped": skipped}
     cv2.setNumThreads(1)  # one core, as the other benchmarks time
     _measured_digest(renders[0][1], None)
-    rows, cpu = [], {"camera": [], "none": []}
+    rows = []
     for photo, image, camera_truth in renders:
         row = {"photo": photo.stem}
         for mode, camera in (("camera", camera_truth), ("none", None)):
             t0 = time.process_time()
             row[mode] = _measured_digest(image, camera)
             row[f"{mode}_cpu_s"] = time.process_time() - t0
-            cpu[mode].append(row[f"{mode}_cpu_s"])
         rows.append(row)
     lines = [f"{'photo':32s} {'camera CPU-s':>13s} {'none CPU-s':>11s}  digests"]
     lines += [f"{r['photo']:32s} {r['camera_cpu_s']:13.1f} {r['none_cpu_s']:11.1f}  {r['camera']} {r['none']}" for r in rows]
-    every = cpu["camera"] + cpu["none"]
+    every = [r[f"{mode}_cpu_s"] for r in rows for mode in ("camera", "none")]
     lines.append(f"{len(every)} measurements of {len(renders)} photos: median {statistics.median(every):.1f} CPU-s, "
                  f"least {min(every):.1f}, most {max(every):.1f}, total {sum(every):.1f}")
     return {"photos": len(renders), "folder": str(folder), "rows": rows, "median_cpu_s": statistics.median(every),

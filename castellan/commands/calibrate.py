@@ -209,7 +209,7 @@ def _measure_photos(photos: list[tuple], prof, debug: str | None) -> list:
     from calibration.pieces import PieceMeasureError
 
     def one(i: int):
-        photo, image, focal_35mm = photos[i]
+        _, image, focal_35mm = photos[i]
         try:
             return _measure_photo(image, focal_35mm, prof, _debug_path(debug, i, len(photos)))
         except PieceMeasureError as refusal:
