@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import cv2
 import numpy as np
@@ -86,16 +86,22 @@ class PiecePlaces:
         b = np.array([key if kind == "tower" else key[1] for kind, key in keys], float).reshape(-1, 2)
         return cls(tower, (a + b) / 2.0, (a[:, 1] == b[:, 1])[:, None])
 
+    @cached_property
+    def _shape_index(self) -> np.ndarray:
+        """Per piece, its row of `corners`' size table: 0 a tower, 1 a wall along i, 2 a wall along j."""
+        return np.where(self.tower, 0, np.where(self.along_i[:, 0], 1, 2))
+
     def corners(self, d: Dims) -> np.ndarray:
         """(N * 8, 3) box corners of pieces of sizes `d`. A wall box spans the whole edge; where a tower
         stands the tower's box covers it anyway, and a long wall does run through the lattice point it
         passes over."""
-        half = np.where(self.tower[:, None], [d.tower_half, d.tower_half],
-                        np.where(self.along_i, d.wall_extent(True, 0.5), d.wall_extent(False, 0.5)))
-        height = np.where(self.tower, d.tower_h, d.wall_h)
-        xy = self.centre[:, None, :] + BOX_SIGNS[None, :, :2] * half[:, None, :]
-        z = BOX_SIGNS[None, :, 2] * height[:, None]
-        return np.concatenate([xy, z[:, :, None]], axis=2).reshape(-1, 3)
+        # One box per shape, placed at every piece's centre: the silhouette refinement asks for the same
+        # pieces' corners at hundreds of sizes. (Signs of +-1 and 0 or 1 scale the sizes exactly.)
+        sizes = np.array([(d.tower_half, d.tower_half, d.tower_h), (*d.wall_extent(True, 0.5), d.wall_h),
+                          (*d.wall_extent(False, 0.5), d.wall_h)])
+        out = (BOX_SIGNS[None] * sizes[:, None, :])[self._shape_index]
+        out[:, :, :2] += self.centre[:, None, :]
+        return out.reshape(-1, 3)
 
 
 def build_elements(cam: Camera, shape: tuple[int, int], sites: list[tuple[int, int]], d: Dims,
