@@ -222,13 +222,14 @@ def use_truth_masks(p: Path, truth_json: dict) -> None:
     vision.pipeline.PIXEL_READINGS = vision.pipeline.PIXEL_READINGS[:1]  # every reading would read the same truth
 
 
-def with_truth_masks(photos: list[Path], log=print) -> list[Path]:
-    """The photos that have the render's per-pixel truth beside them; says which are left out."""
+def with_truth_masks(photos: list[Path], log=print, needed_by: str = "--truth-masks") -> list[Path]:
+    """The photos that have the render's per-pixel truth beside them; says which are left out (and what
+    needs the truth: `needed_by`)."""
     from vision.train_pixels import item_mask_path
 
     without = [p for p in photos if not item_mask_path(p).exists()]
     if without:
-        log(f"--truth-masks: {len(without)} photos have no per-pixel truth beside them and are left out "
+        log(f"{needed_by}: {len(without)} photos have no per-pixel truth beside them and are left out "
             f"({', '.join(p.name for p in without[:5])}{', ...' if len(without) > 5 else ''})")
     return [p for p in photos if p not in without]
 

@@ -222,3 +222,36 @@ def test_focal_sensitivity_counts_the_readings_a_per_cent_of_focal_length_turns_
                                    "answer_gained": 1, "answer_lost": 1, "answered_wrong": 1}
     assert s["bands"]["70-90"]["photos"] == 1 and s["bands"]["70-90"].get("perturbed", 0) == 0
     assert s["all"]["perturbed"] == 4 and s["all"]["photos"] == 3
+
+
+def test_keep_sizes_measure_each_keep_mask_against_the_truth(tmp_path, capsys):
+    # benchmarks.keep_sizes: how well a keep's size tells a Double Keep, per keep mask, on renders with
+    # their per-pixel truth; a photo without that truth is left out with a word, a missing folder is an error.
+    import shutil
+    from pathlib import Path
+
+    import numpy as np
+
+    from benchmarks.keep_sizes import auc, main as keep_sizes_main
+
+    samples = Path(__file__).resolve().parents[2] / "sample_photos"
+    for suffix in (".jpg", ".json", "_mask.png"):  # 74 degrees: nine keeps, two of them Double Keeps
+        shutil.copy(samples / f"photo_009{suffix}", tmp_path / f"photo_009{suffix}")
+    for suffix in (".jpg", ".json"):
+        shutil.copy(samples / f"photo_009{suffix}", tmp_path / f"no_truth{suffix}")
+    assert keep_sizes_main([str(tmp_path), "--json", str(tmp_path / "out.json")]) == 0
+    err = capsys.readouterr().err
+    assert "no_truth.jpg" in err and "photo_009" not in err
+    out = json.loads((tmp_path / "out.json").read_text())
+    keeps = out["keeps"]
+    assert keeps and {k["photo"] for k in keeps} == {"photo_009.jpg"}
+    assert any(k["true_double"] for k in keeps) and not all(k["true_double"] for k in keeps)
+    # The render's own mask shows every keep it reads, and a Double Keep bigger than a single keep there.
+    singles = [k["area_truth"] / k["single_area"] for k in keeps if not k["true_double"]]
+    doubles = [k["area_truth"] / k["single_area"] for k in keeps if k["true_double"]]
+    assert min(doubles) > np.median(singles)
+    assert out["summary"]["all keeps"]["70-90"]["keeps"] == sum(all(k[f"area_{m}"] > 0 for m in ("truth", "perceptron", "network"))
+                                                                for k in keeps)
+    assert auc(np.array([2.0, 3.0]), np.array([1.0, 2.0])) == 0.875 and auc(np.array([1.0]), np.zeros(0)) is None
+    assert keep_sizes_main([str(tmp_path / "nope")]) == 2
+    assert "not found" in capsys.readouterr().err
