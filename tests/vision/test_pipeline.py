@@ -145,6 +145,24 @@ def test_a_photo_the_first_pixel_models_cannot_read_is_read_by_the_next(top_down
     assert os.path.exists(tmp_path / "debug" / "reading_2" / "09_overlay.png")
 
 
+def test_a_reading_refused_near_an_answer_is_read_again_with_the_network_alone(tmp_path):
+    # A 63-degree render on grey marble (unseen79's castle 011 from a second camera, tests/vision/data): the
+    # mean of perceptron and network loses part of the walls and is refused at about 0.19; the network alone
+    # reads the castle right, so the reader looks again with it rather than refuse.
+    from pathlib import Path
+
+    from vision.pixels import NETWORK_FOR_GREY
+
+    data = Path(__file__).with_name("data")
+    truth = parse_castle(json.loads((data / "network_look.json").read_text())["castle"])
+    reading = read_photo((data / "network_look.jpg").read_bytes(), debug_dir=str(tmp_path))
+    assert reading.refusal is None, reading.refusal
+    assert reading.rectification["pixels_read_by"] == NETWORK_FOR_GREY.describe()
+    assert _players(reading) == {c: v["score"] for c, v in score_castle(truth).to_json()["players"].items()}
+    # The first reading's images at the top, the network's in the folder of the reading it was.
+    assert os.path.exists(tmp_path / "02_grey_mask.png") and os.path.exists(tmp_path / "reading_2" / "09_overlay.png")
+
+
 def test_photo_without_a_castle_is_refused_with_advice():
     data = encode_jpeg(render({"towers": [], "walls": [], "keeps": []}, elevation=90, size=(640, 480), seed=4))
     reading = read_photo(data)
