@@ -1998,7 +1998,7 @@ def _worth_another_look(refused: PhotoReading) -> bool:
 
 def _worth_a_look_with_the_network(refused: PhotoReading) -> bool:
     """Whether the network alone may answer for the grey plastic where the shipped first models' reading
-    was refused: where that reading read pieces and came within NETWORK_LOOK of an answer."""
+    was refused: where that reading read pieces and was refused at NETWORK_LOOK or more."""
     factors = refused.rectification.get("factors", {})
     return "pieces" in factors and "light" not in factors and refused.confidence >= NETWORK_LOOK
 
