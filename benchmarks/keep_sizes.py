@@ -39,66 +39,80 @@ def keep_blob_areas(photo: Path) -> list[dict[str, Any]]:
     import cv2
 
     import vision.pipeline
-    from vision.decode import decode_photo
     from vision.keeps import KEEP_COLOURS, _silhouette
-    from vision.masks import colour_layers
-    from vision.pixels import SHIPPED_NET, _probabilities, load_model
+    from vision.masks import learned_probabilities
+    from vision.pixels import SHIPPED_NET, PixelModels
     from vision.train_pixels import item_classes, item_mask_path
 
     cv2.setNumThreads(1)
     truth_json = json.loads(photo.with_suffix(".json").read_text())
     item_labels = cv2.imread(str(item_mask_path(photo)), cv2.IMREAD_UNCHANGED)
-    # Each call of the keep stage with what it was given, so every found keep can be measured with the
-    # camera and keep label image of the reading it came from.
+    # What the reading computed, recorded as it goes: its colour layers (whose cache keeps each pixel
+    # model's probabilities), and each call of the keep stage with its camera and keep label image, so
+    # every found keep is measured as the reading it came from saw it.
     calls: list[tuple[Any, Any, np.ndarray, list]] = []
-    find_keeps = vision.pipeline.find_keeps
+    layers = []
+    find_keeps, colour_layers = vision.pipeline.find_keeps, vision.pipeline.colour_layers
 
-    def recording(cam, keep_label, dims, *args, **kwargs):
+    def recording_keeps(cam, keep_label, dims, *args, **kwargs):
         found = find_keeps(cam, keep_label, dims, *args, **kwargs)
         calls.append((cam, dims, keep_label, found))
         return found
 
-    vision.pipeline.find_keeps = recording
+    def recording_layers(bgr):
+        layers.append(colour_layers(bgr))
+        return layers[-1]
+
+    vision.pipeline.find_keeps, vision.pipeline.colour_layers = recording_keeps, recording_layers
     try:
-        data = photo.read_bytes()
-        reading = vision.pipeline.read_photo(data)
+        reading = vision.pipeline.read_photo(photo.read_bytes())
     finally:
-        vision.pipeline.find_keeps = find_keeps
+        vision.pipeline.find_keeps, vision.pipeline.colour_layers = find_keeps, colour_layers
     castle = reading.castle or reading.tentative_castle
     if castle is None:
         return []
     truth = true_castle(truth_json)
     aligned = align(castle, truth)
-    layers = colour_layers(decode_photo(data, max_side=vision.pipeline.WORKING_SIDE).bgr)
-    h, w = layers.lab.shape[:2]
-    network = cv2.resize(_probabilities(layers.features, load_model(SHIPPED_NET)), (w, h), interpolation=cv2.INTER_LINEAR)
+    h, w = layers[0].lab.shape[:2]
+    # (The network's probabilities come from the reading's cache: it reads every photo with them.)
+    network = learned_probabilities(layers[0], PixelModels((SHIPPED_NET,), (SHIPPED_NET,)))[:, :, 2] > 0.5
     true_keeps = cv2.resize(item_classes(truth_json, item_labels), (w, h), interpolation=cv2.INTER_NEAREST) == 2
+    blobs = {"truth": _Blobs(true_keeps), "network": _Blobs(network)}
+    reader_blobs: dict[tuple[int, int], _Blobs] = {}  # per keep label image and colour
     rows = []
     for i, j in match_keeps(aligned, truth):
         keep = reading.keeps_found[i]
-        cam, dims, keep_label = next((c[0], c[1], c[2]) for c in calls if any(k is keep for k in c[3]))
+        call = next(c for c in calls if any(k is keep for k in c[3]))
+        cam, dims, keep_label = call[0], call[1], call[2]
         single = float(cv2.contourArea(_silhouette(cam, np.array(keep.at), dims.keep_half, dims.keep_h).astype(np.float32)))
-        reader_mask = keep_label == KEEP_COLOURS.index(keep.colour) + 1
-        blobs = {"truth": true_keeps, "perceptron": reader_mask, "network": network[:, :, 2] > 0.5}
+        colour = KEEP_COLOURS.index(keep.colour) + 1
+        if (id(keep_label), colour) not in reader_blobs:
+            reader_blobs[id(keep_label), colour] = _Blobs(keep_label == colour)
+        by_mask = {"truth": blobs["truth"], "perceptron": reader_blobs[id(keep_label), colour], "network": blobs["network"]}
         rows.append({"photo": photo.name, "elevation": float(truth_json["camera"]["elevation_deg"]),
                      "colour": keep.colour, "lean": round(keep.lean, 2), "true_double": bool(truth.keeps[j].double),
-                     "single_area": round(single, 1),
-                     **{f"area_{name}": _blob_area(mask, keep.px) for name, mask in blobs.items()}})
+                     "single_area": round(single, 1), **{f"area_{name}": b.area_at(keep.px) for name, b in by_mask.items()}})
     return rows
 
 
-def _blob_area(mask: np.ndarray, at: tuple[float, float], reach: int = 3) -> int:
-    """Pixels of the blob of `mask` (cleaned as the keep stage cleans its colours) most of whose pixels
-    lie within `reach` of `at`; 0 when there is none."""
-    import cv2
+class _Blobs:
+    """The blobs of a keep mask, cleaned as the keep stage cleans its colours and labelled once."""
 
-    m = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(m)
-    x, y = int(round(at[0])), int(round(at[1]))
-    near = labels[max(0, y - reach):y + reach + 1, max(0, x - reach):x + reach + 1]
-    ids, counts = np.unique(near[near > 0], return_counts=True)
-    return int(stats[ids[np.argmax(counts)], cv2.CC_STAT_AREA]) if len(ids) else 0
+    def __init__(self, mask: np.ndarray) -> None:
+        import cv2
+
+        from vision.keeps import clean_keep_pixels
+
+        _, self.labels, self.stats, _ = cv2.connectedComponentsWithStats(clean_keep_pixels(mask))
+
+    def area_at(self, at: tuple[float, float], reach: int = 3) -> int:
+        """Pixels of the blob most of whose pixels within `reach` of `at` it holds; 0 when none is there."""
+        import cv2
+
+        x, y = int(round(at[0])), int(round(at[1]))
+        near = self.labels[max(0, y - reach):y + reach + 1, max(0, x - reach):x + reach + 1]
+        ids, counts = np.unique(near[near > 0], return_counts=True)
+        return int(self.stats[ids[np.argmax(counts)], cv2.CC_STAT_AREA]) if len(ids) else 0
 
 
 def auc(positive: np.ndarray, negative: np.ndarray) -> float | None:

@@ -258,16 +258,18 @@ def _blob_key(colour: str, centroid: tuple[float, float]) -> tuple[str, int, int
     return colour, round(centroid[0]), round(centroid[1])
 
 
+def clean_keep_pixels(mask: np.ndarray) -> np.ndarray:
+    """A keep colour's pixels (bool or 0/1) as the keep stage reads them: specks opened away, pinholes
+    closed (uint8 0/1)."""
+    m = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    return cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+
+
 def _colour_blobs(keep_label: np.ndarray) -> list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
     """Per keep colour, its cleaned-up pixels' connected components: (colour, count, labels, stats,
     centroids) as cv2.connectedComponentsWithStats gives them."""
-    out = []
-    for li, colour in enumerate(KEEP_COLOURS, start=1):
-        m = (keep_label == li).astype(np.uint8)
-        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-        out.append((colour, *cv2.connectedComponentsWithStats(m)))
-    return out
+    return [(colour, *cv2.connectedComponentsWithStats(clean_keep_pixels(keep_label == li)))
+            for li, colour in enumerate(KEEP_COLOURS, start=1)]
 
 
 def _find_keeps_sized(cam: Camera, keep_label: np.ndarray, blobs: list, dims: Dims, ground: np.ndarray | None,
