@@ -5,7 +5,7 @@
 Reads every photo with ground truth in the folders (or, with --results, one vision_benchmark JSON per
 folder in the same order, only the photos that run read at --min-confidence or more, which saves most of
 the time), matches the found keeps to the true ones as benchmarks.vision_benchmark does, and tallies
-right and wrong heights per confidence band. The reading's confidence weighs each keep in doubt (vision.pipeline.assess); this says
+right and wrong heights per confidence band. The reading's confidence weighs each keep in doubt (vision.confidence.assess); this says
 what such a keep's doubt is really worth.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from benchmarks.vision_benchmark import align, match_keeps, photos_with_truth, piece_sets, true_castle
 from vision.keeps import HEIGHT_CAP
-from vision.pipeline import KEEP_DOUBT
+from vision.confidence import KEEP_DOUBT
 
 BANDS = (f"{HEIGHT_CAP} or less", f"{HEIGHT_CAP}-{KEEP_DOUBT}", f"{KEEP_DOUBT}-0.8", "0.8 or more")
 

@@ -55,7 +55,9 @@ def measure(photo: Path, truth_masks: bool = False) -> dict[str, Any]:
     from scoring import parse_castle
     from vision.decode import decode_photo
     from vision.masks import compute_masks
-    from vision.pipeline import _mask_out_mat, build_castle, castle_region, fit_pieces, lattice_from_pose, table_pose
+    from vision.pipeline import _mask_out_mat, fit_pieces, lattice_from_pose, table_pose
+    from vision.region import castle_region
+    from vision.repairs import build_castle
 
     cv2.setNumThreads(1)
     truth = json.loads(photo.with_suffix(".json").read_text())

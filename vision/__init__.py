@@ -4,6 +4,7 @@ The pipeline (vision.pipeline) runs decode -> masks -> table plane and camera po
 pieces -> keeps -> castle -> self-check and confidence -> overlay; each stage is its own module.
 """
 from vision.errors import PhotoError
-from vision.pipeline import CONFIDENCE_THRESHOLD, PhotoReading, read_photo
+from vision.confidence import CONFIDENCE_THRESHOLD
+from vision.pipeline import PhotoReading, read_photo
 
 __all__ = ["PhotoError", "PhotoReading", "read_photo", "CONFIDENCE_THRESHOLD"]

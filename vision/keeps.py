@@ -57,7 +57,7 @@ class FoundKeep:
 
     @property
     def height_doubt(self) -> bool:
-        """Single or double is a likely misread (weighed as pipeline.HEIGHT_DOUBT)."""
+        """Single or double is a likely misread (weighed as confidence.HEIGHT_DOUBT)."""
         return self.doubt in (TALLER_THAN_ITS_COLOUR, BIGGER_THAN_ITS_COLOUR, STACKED_BY_A_SMALL_LEAD,
                               ITS_COLOUR_ALL_LOOK_STACKED)
 

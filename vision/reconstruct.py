@@ -164,7 +164,7 @@ class Decision:
     active: np.ndarray  # bool per element
     margin: np.ndarray  # per element: evidence for its decision, as a fraction of its own pixels (-1..1)
     score: float  # total fit: sum of pixel weights under the union of active silhouettes
-    # `active` as the fit decided it: the rule steps (pipeline.resolve_with_rules) change `active` in place
+    # `active` as the fit decided it: the rule steps (repairs.resolve_with_rules) change `active` in place
     # and leave most margins as the fit measured them.
     fitted: np.ndarray = field(init=False, repr=False)
 
@@ -220,13 +220,13 @@ class Fit:
     sites: list[tuple[int, int]]
     adj: tuple[float, float, float] = (0.0, 0.0, 1.0)  # camera tilt x, tilt y, focal scale found by the search
     # Lattice points where two walls end in line with no tower between them: two short walls with open
-    # ends, not a long wall passing over (told apart by the gap a tower would fill; pipeline.open_joints).
+    # ends, not a long wall passing over (told apart by the gap a tower would fill; repairs.open_joints).
     open_joints: set = field(default_factory=set)
     # Elements read present only because the boxes' piece count asked for them, against the photo's (weak)
-    # evidence (pipeline.add_walls_the_counts_miss): such a reading's exact count is no evidence of its own.
+    # evidence (repairs.add_walls_the_counts_miss): such a reading's exact count is no evidence of its own.
     counted_against_photo: set = field(default_factory=set)
     # Towers the photo shows that the piece count alone read as a long wall's middle instead
-    # (pipeline.remove_excess_towers): the count was made to fit, so it vouches for nothing either.
+    # (repairs.remove_excess_towers): the count was made to fit, so it vouches for nothing either.
     fitted_to_the_count: set = field(default_factory=set)
     weight: np.ndarray | None = None  # the per-pixel evidence the decisions were taken on (flat, +1 piece, -1 not)
     shape: tuple[int, int] = (0, 0)  # of the image that evidence and the camera are in

@@ -5,7 +5,7 @@ From 70 degrees up a Double Keep barely leans, so one photo cannot tell it from 
 the towers hide walls behind them. A second photo from elsewhere round the table sees what the first
 could not. Each photo is read on its own (pipeline.read_photo); the readings are brought into one
 lattice frame (scoring.align) and compared piece by piece: the towers, the walls, and the keeps that
-claim each courtyard. Where they all agree, the confidence's factors (pipeline.assess: pieces, keeps,
+claim each courtyard. Where they all agree, the confidence's factors (confidence.assess: pieces, keeps,
 fit, ...) are each the best any photo gave, since a piece one photo doubts and another reads clearly,
 read the same, is no longer in doubt. Two photos that are both unsure of the same keep's height stay
 unsure of it. Where the readings disagree, the most confident one can only be right if the others are
@@ -30,7 +30,8 @@ from scoring import Castle, score_castle
 from scoring.align import Alignment, align
 from scoring.courtyards import find_courtyards
 from scoring.score import keeps_by_courtyard
-from vision.pipeline import CONFIDENCE_THRESHOLD, PhotoReading, read_photo
+from vision.confidence import CONFIDENCE_THRESHOLD
+from vision.pipeline import PhotoReading, read_photo
 
 # Below this share of the towers matched, two readings are taken for photos of different castles.
 SAME_CASTLE_TOWERS = 0.5

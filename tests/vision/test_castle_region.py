@@ -1,7 +1,7 @@
 """Which grey pixels are the castle: a lattice of thin walls and towers, not the biggest grey thing."""
 import numpy as np
 
-from vision.pipeline import castle_region
+from vision.region import castle_region
 
 
 def _lattice(mask: np.ndarray, x0: int, y0: int, cells: int, pitch: int = 30, wall: int = 4, tower: int = 9) -> None:

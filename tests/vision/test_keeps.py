@@ -109,7 +109,7 @@ def test_a_double_keep_half_hidden_behind_a_wall_is_read_double_when_the_wall_is
 def test_a_keep_that_looks_only_slightly_more_stacked_than_single_is_read_double_only_in_doubt():
     # Double Keeps are rare, so a double reading needs a clear lead: a blob between one keep's height and
     # two (here 1.55 keeps tall) leans double by a little and stays uncertain; a real Double Keep does not.
-    from vision.pipeline import KEEP_DOUBT
+    from vision.confidence import KEEP_DOUBT
 
     cam, dims = _camera(), Dims()
 

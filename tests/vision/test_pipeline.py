@@ -18,7 +18,7 @@ import pytest
 from scoring import parse_castle, score_castle
 from tests.vision.toyscene import SMALL_CASTLE, encode_jpeg, render, top_down_jpeg, toy_photo
 from vision import PhotoError, read_photo
-from vision.pipeline import CONFIDENCE_THRESHOLD
+from vision.confidence import CONFIDENCE_THRESHOLD
 
 TRUE_SCORE = score_castle(parse_castle(SMALL_CASTLE)).to_json()["players"]
 

@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from vision.pipeline import add_required_towers, join_hidden_walls
 from vision.reconstruct import Decision, Dims, Element, Fit
+from vision.repairs import add_required_towers, join_hidden_walls
 
 
 def _fit_with_edges(towers: dict, edges: dict) -> Fit:
@@ -40,7 +40,7 @@ def test_no_tower_is_added_in_a_long_walls_middle_at_a_free_end_or_where_the_pho
 
 
 def test_a_tower_the_photo_leans_to_at_a_walls_free_end_is_read_while_the_boxes_have_towers_left():
-    from vision.pipeline import add_towers_at_free_ends
+    from vision.repairs import add_towers_at_free_ends
 
     # Two walls from the tower at (0, 0), ending free at (1, 0) and (0, 1). The pixels speak a little
     # for a tower at (1, 0) (margin under 0: kept out only by the decision's cost per pixel) and a
@@ -58,7 +58,7 @@ def test_a_tower_the_photo_leans_to_at_a_walls_free_end_is_read_while_the_boxes_
 
 
 def test_a_run_of_walls_with_only_faint_walls_across_it_stays_one_long_wall():
-    from vision.pipeline import build_castle, drop_walls_at_blocked_ends
+    from vision.repairs import build_castle, drop_walls_at_blocked_ends
 
     # A plainly seen run (0,0)-(2,0) and a faint wall across it at (1,0), where the photo barely shows
     # whether a tower stands: two unseen pieces (the tower G1 would need, the wall) or none. None:
@@ -89,7 +89,7 @@ def _only_the_long_wall_stands(step, across_margin: float) -> Fit:
     """Run a rule step (a function of the fit) on the scene above, its wall across decided by
     `across_margin`, and check the wall across was read as absent, with a G4 notice naming it; the fit,
     after."""
-    from vision.pipeline import build_castle
+    from vision.repairs import build_castle
 
     towers, edges = _wall_across_a_long_walls_middle(across_margin)
     fit = _fit_with_edges(towers, edges)
@@ -100,7 +100,7 @@ def _only_the_long_wall_stands(step, across_margin: float) -> Fit:
 
 
 def test_a_barely_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent():
-    from vision.pipeline import drop_walls_at_blocked_ends
+    from vision.repairs import drop_walls_at_blocked_ends
 
     # The wall across barely seen: the strip of table behind a wall, seen obliquely.
     _only_the_long_wall_stands(drop_walls_at_blocked_ends, 0.04)
@@ -118,7 +118,7 @@ def test_a_barely_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent()
 
 
 def test_a_clearly_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent_and_counted_uncertain():
-    from vision.pipeline import drop_walls_across_long_walls
+    from vision.repairs import drop_walls_across_long_walls
 
     # Both walls seen clearly: the rules forbid it (G4, G5), and the wall across is the misread far
     # more often.
@@ -137,7 +137,7 @@ def test_a_clearly_seen_wall_ending_under_a_long_walls_middle_is_read_as_absent_
 
 
 def test_a_long_wall_a_clearly_seen_wall_ends_under_is_read_as_two_short_walls_when_the_boxes_hold_fewer_long_walls():
-    from vision.pipeline import build_castle, drop_walls_across_long_walls
+    from vision.repairs import build_castle, drop_walls_across_long_walls
 
     def with_more_long_walls(n: int) -> Fit:
         """The wall across a long wall's middle, in a castle with `n` more long walls elsewhere."""
@@ -165,7 +165,7 @@ def test_a_long_wall_a_clearly_seen_wall_ends_under_is_read_as_two_short_walls_w
 
 
 def test_the_readers_notes_name_points_where_the_castle_has_them():
-    from vision.pipeline import build_castle, drop_walls_across_long_walls, in_castle_frame
+    from vision.repairs import build_castle, drop_walls_across_long_walls, in_castle_frame
 
     # The fitted lattice's origin is arbitrary; the castle given starts at (0, 0). A note must name
     # the point the castle (and the overlay) has, not the fit's.
@@ -182,7 +182,7 @@ def test_the_readers_notes_name_points_where_the_castle_has_them():
 
 
 def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # Towers at (0,0) and (2,0); the wall (0,0)-(1,0) is seen, its other half barely missed, and the
     # photo rules out a tower at (1,0) more clearly: one long wall.
@@ -201,7 +201,7 @@ def test_half_a_long_wall_stopping_at_no_tower_is_completed_to_the_next_tower():
 
 def test_walls_stopping_free_are_completed_only_while_short_walls_outnumber_the_boxes():
     from scoring.castle import SHORT_WALLS_PER_SET
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # One box (no keeps: one set) holds SHORT_WALLS_PER_SET short walls; the reading has two more, two
     # of them stopping free at (1, y) with the half on to (2, y) barely missed (the weaker at y=0).
@@ -222,7 +222,7 @@ def test_walls_stopping_free_are_completed_only_while_short_walls_outnumber_the_
 
 
 def test_a_wall_is_not_completed_without_a_tower_beyond_or_when_the_photo_rules_the_half_out():
-    from vision.pipeline import complete_long_walls
+    from vision.repairs import complete_long_walls
 
     towers = {(0, 0): (True, 0.9), (1, 0): (False, 0.5), (2, 0): (False, 0.9)}
     no_tower_beyond = _fit_with_edges(towers, {((0, 0), (1, 0)): (True, 0.6), ((1, 0), (2, 0)): (False, 0.1)})
@@ -278,14 +278,14 @@ def _half_of_the_long_wall(far: bool, across: float = 0.0) -> tuple:
 
 def _read_as_the_long_wall(fit: Fit, as_counted: bool = False) -> bool:
     """complete_long_walls made the fit's one wall LONG_WALL, and said so."""
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     notes = complete_long_walls(fit, [], as_counted=as_counted)
     return [(w.a, w.b) for w in build_castle(fit, [])[0].walls] == [((0, 0), (2, 0))] and "[1, 0]" in notes[0]["message"]
 
 
 def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # It stands from the tower's face to a tower's half-width short of (2,0), so the box over the whole
     # step counted table against its far half, which was decided absent (margin 0.9). Judged as it
@@ -298,7 +298,7 @@ def test_a_long_walls_far_half_ending_free_is_judged_as_it_stands():
 
 
 def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
-    from vision.pipeline import complete_long_walls
+    from vision.repairs import complete_long_walls
 
     # Towards the castle's edges the fitted lattice can stand a few pixels off the pieces: here the far
     # half lies 0.22 of a step across from its lattice place (more than a wall's thickness), so at that
@@ -312,7 +312,7 @@ def test_a_long_walls_far_half_a_little_off_the_lattice_is_still_found():
 
 
 def test_a_long_walls_far_half_seen_at_half_certainty_on_plain_table_is_read():
-    from vision.pipeline import CLEAR_TABLE, WALL_CONTRAST, complete_long_walls
+    from vision.repairs import CLEAR_TABLE, WALL_CONTRAST, complete_long_walls
 
     # A long wall standing out over the castle's edge: the pixel models see its far half at about half
     # certainty (evidence -0.2), the plain table beside it surely as table (-1): it stands out from the table
@@ -334,7 +334,7 @@ def test_a_long_walls_far_half_seen_at_half_certainty_on_plain_table_is_read():
 
 
 def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_read():
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # The long wall was read as a short wall from (1,0) to (2,0), free at both ends; the photo shows the
     # half by the tower as well.
@@ -349,7 +349,7 @@ def test_a_long_walls_half_by_its_tower_is_found_where_only_its_far_half_was_rea
 
 
 def test_a_long_walls_far_half_is_completed_where_another_wall_ends_free_across_it():
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # The long wall of the scene above, and a short wall from the tower at (2,-1) ending free at (2,0),
     # where the long wall ends too: two free ends meeting at a right angle, each waiting for a tower (G4
@@ -385,7 +385,7 @@ def _with_pieces_elsewhere(fit: Fit, towers: int, long_walls: int, short_walls: 
 def _completed_after_the_rule_steps(fit: Fit, long_walls_elsewhere: int, short_walls_elsewhere: int) -> bool:
     """complete_long_walls' last pass read the fit's wall from (0,0) as the long wall to (2,0), in a
     castle of one set with that many more walls decided elsewhere (and all its towers)."""
-    from vision.pipeline import build_castle, complete_long_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     fit = _with_pieces_elsewhere(fit, 31, long_walls_elsewhere, short_walls_elsewhere)
     notes = complete_long_walls(fit, [], as_counted=True)
@@ -420,7 +420,8 @@ def test_after_the_rule_steps_a_far_half_the_photo_does_not_show_is_completed_on
 
 
 def test_walls_the_rules_read_against_the_photo_are_the_ones_a_player_is_asked_to_check():
-    from vision.pipeline import CHECK_WALL, _piece_confidence, _unsure_absent_walls, build_castle, complete_long_walls
+    from vision.pipeline import CHECK_WALL, _piece_confidence, _unsure_absent_walls
+    from vision.repairs import build_castle, complete_long_walls
 
     # The long wall's far half, decided absent by the fit with a margin of 0.9, is completed by a rule step:
     # the photo's evidence is against it, so the guess shows it with no confidence and marks it.
@@ -442,7 +443,8 @@ def test_walls_the_rules_read_against_the_photo_are_the_ones_a_player_is_asked_t
 
 
 def test_towers_read_on_little_or_against_the_photos_evidence_are_the_ones_a_player_is_asked_to_check():
-    from vision.pipeline import _unsure_towers, build_castle
+    from vision.pipeline import _unsure_towers
+    from vision.repairs import build_castle
 
     # Walls meet at (1, 0), where the fit saw no tower (margin 0.3): G1 adds one against the photo. The
     # clearly seen towers are not asked about; a point the photo shows barely without a tower is.
@@ -456,7 +458,7 @@ def test_towers_read_on_little_or_against_the_photos_evidence_are_the_ones_a_pla
 
 
 def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic():
-    from vision.pipeline import build_castle, extend_walls_from_towers
+    from vision.repairs import build_castle, extend_walls_from_towers
 
     # A short wall from the tower at (0,0) ending free at (1,0), decided absent (its box over the whole
     # step counts a tower's half-width of table at its free end against it). Judged as it stands, it
@@ -474,7 +476,7 @@ def test_a_faint_wall_standing_out_from_a_tower_is_read_where_it_shows_plastic()
 
 
 def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
-    from vision.pipeline import build_castle, extend_walls_from_towers
+    from vision.repairs import build_castle, extend_walls_from_towers
 
     # A lone wall at the castle's edge that the pixel models see at half certainty (evidence 0) on a
     # table they clearly tell apart (-1): plastic where it stands, table either side of it. It is read.
@@ -494,7 +496,7 @@ def test_a_wall_seen_faintly_but_clearly_above_the_table_beside_it_is_read():
 
 
 def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_walls_left():
-    from vision.pipeline import build_castle, extend_walls_from_towers
+    from vision.repairs import build_castle, extend_walls_from_towers
 
     # Two towers side by side and the short wall between them seen at half certainty (its lower half
     # taken for table, say): decided absent, but plastic where it stands and table either side.
@@ -512,7 +514,7 @@ def test_a_faint_wall_between_two_towers_is_read_while_the_boxes_have_short_wall
 
 
 def test_a_faint_short_wall_is_read_where_the_castle_lacks_just_that_many_short_walls():
-    from vision.pipeline import add_walls_the_counts_miss, build_castle
+    from vision.repairs import add_walls_the_counts_miss, build_castle
 
     # Two towers, the short wall between them seen at half certainty and decided absent; elsewhere the
     # rest of one set: 30 towers, all 26 long walls and 29 short walls. One short wall is missing.
@@ -544,7 +546,7 @@ def _two_towers_in_a_set(plastic: list[tuple], *, long_walls: int = 26, short_wa
 
 
 def test_a_wall_between_towers_barely_ruled_out_is_read_where_the_count_still_lacks_it():
-    from vision.pipeline import add_walls_the_counts_miss, build_castle
+    from vision.repairs import add_walls_the_counts_miss, build_castle
 
     # The photo shows table where the wall would stand, and the decision ruled it out only barely (margin
     # 0.05; the self-check may have put it there): read as present, uncertain. Ruled out clearly (margin
@@ -560,7 +562,7 @@ def test_a_wall_between_towers_barely_ruled_out_is_read_where_the_count_still_la
 
 
 def test_the_short_wall_the_count_lacks_is_read_on_the_step_from_a_tower_the_photo_least_rules_out():
-    from vision.pipeline import add_walls_the_counts_miss, build_castle
+    from vision.repairs import add_walls_the_counts_miss, build_castle
 
     # Of the steps from the two towers, the one to the free point (2,0) was ruled out the least (0.3; the
     # step from (0,0) to (0,1) 0.4): it is read, and only it, although neither was barely ruled out.
@@ -577,7 +579,8 @@ def _keep(conf: float, stacked: float, fill: float = 1.0, colour: str = "yellow"
 
 
 def test_the_double_keep_is_chosen_among_the_colours_keeps():
-    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
+    from vision.confidence import KEEP_DOUBT
+    from vision.repairs import choose_double_keeps
 
     close = [_keep(0.9, 0.20), _keep(0.85, 0.18), _keep(0.6, 0.10)]
     notes = choose_double_keeps(close)
@@ -613,7 +616,8 @@ def test_the_double_keep_is_chosen_among_the_colours_keeps():
 
 
 def test_a_keep_beside_the_castle_does_not_take_its_colours_double_keep():
-    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
+    from vision.confidence import KEEP_DOUBT
+    from vision.repairs import choose_double_keeps
 
     # A blue thing on the table beside the castle read as a stacked keep, a little more stacked than the
     # castle's blue Double Keep: compared among all blue keeps it took the Double Keep, the castle's was
@@ -634,7 +638,8 @@ def test_a_keep_beside_the_castle_does_not_take_its_colours_double_keep():
 
 
 def test_a_surely_read_double_keep_settles_its_colours_other_keeps_as_single():
-    from vision.pipeline import KEEP_DOUBT, choose_double_keeps, keeps_factor
+    from vision.confidence import KEEP_DOUBT, keeps_factor
+    from vision.repairs import choose_double_keeps
 
     # Seen nearly straight down, two red keeps' heights were read weakly from their size; the third red
     # keep leans enough to show its outline, clearly stacked. A player has one Double Keep (C5), so the
@@ -667,7 +672,8 @@ def test_a_surely_read_double_keep_settles_its_colours_other_keeps_as_single():
 
 
 def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_doubt():
-    from vision.pipeline import DOUBLE_FILL_DOUBT, KEEP_DOUBT, choose_double_keeps
+    from vision.confidence import KEEP_DOUBT
+    from vision.repairs import DOUBLE_FILL_DOUBT, choose_double_keeps
 
     # Each fits a single keep's outline better than a stacked one, but one blob is far bigger than the
     # others: a Double Keep whose lower body merged with the table or a shadow.
@@ -693,7 +699,8 @@ def test_a_keep_much_bigger_than_its_colours_others_leaves_the_double_keep_in_do
 
 
 def test_a_double_keep_whose_colours_single_keeps_look_as_big_is_in_doubt():
-    from vision.pipeline import KEEP_DOUBT, choose_double_keeps
+    from vision.confidence import KEEP_DOUBT
+    from vision.repairs import choose_double_keeps
 
     # Every yellow blob is half again a single keep's silhouette (the keep mask bled into a yellowish
     # table): the one that looks most stacked leads clearly, but the others look as big as a Double Keep
@@ -717,7 +724,7 @@ def test_a_double_keep_whose_colours_single_keeps_look_as_big_is_in_doubt():
 
 
 def test_surplus_towers_in_straight_runs_become_long_wall_middles():
-    from vision.pipeline import remove_excess_towers
+    from vision.repairs import remove_excess_towers
 
     # One set holds 32 towers; a row of 34 with walls between them has two too many. The two least
     # clearly seen towers inside the row (never the ends) are read as long walls' middles.
@@ -736,7 +743,7 @@ def test_surplus_towers_in_straight_runs_become_long_wall_middles():
 
 
 def test_a_surplus_tower_before_a_walls_free_end_becomes_a_long_walls_middle():
-    from vision.pipeline import remove_excess_towers
+    from vision.repairs import remove_excess_towers
 
     # A row of 33 towers (one set holds 32) whose last wall runs on from (32,0) to end free at (33,0): the
     # tower at (32,0), least clearly seen, is read as the middle of a long wall ending free (G4 allows it).
@@ -749,7 +756,7 @@ def test_a_surplus_tower_before_a_walls_free_end_becomes_a_long_walls_middle():
 
 
 def test_the_last_rule_steps_settle_the_towers_count_too():
-    from vision.pipeline import build_castle, settle_with_the_counts
+    from vision.repairs import build_castle, settle_with_the_counts
 
     # A row of 33 towers with walls between them (one set holds 32), as the first pass of the rule
     # steps may leave it when the run became straight only after it: the least clearly seen tower inside
@@ -764,7 +771,7 @@ def test_the_last_rule_steps_settle_the_towers_count_too():
 
 
 def test_after_the_rule_steps_a_tower_barely_ruled_out_at_a_walls_free_end_is_read_for_the_count():
-    from vision.pipeline import settle_with_the_counts
+    from vision.repairs import settle_with_the_counts
 
     # Two walls from the tower at (0, 0) end free at (1, 0) and (0, 1). The photo barely rules out a tower
     # at (1, 0) (the wall's box, drawn to the lattice point, already explains its top) and clearly one at
@@ -791,7 +798,7 @@ def test_after_the_rule_steps_a_tower_barely_ruled_out_at_a_walls_free_end_is_re
 def _assess_with_a_piece_beyond_the_edge(region, grey=None):
     from types import SimpleNamespace
 
-    from vision.pipeline import assess
+    from vision.confidence import assess
 
     fit = _fit({(0, 0): (True, 0.9), (1, 0): (True, 0.9)}, [((0, 0), (1, 0))])
     fit.elements[1].clipped = True
@@ -823,7 +830,8 @@ def _assess_reading(castle, weak: int, elevation: float = 60.0, keep_px: np.ndar
     from types import SimpleNamespace
 
     from scoring import score_castle
-    from vision.pipeline import PIECE_MARGIN, assess
+    from vision.confidence import assess
+    from vision.repairs import PIECE_MARGIN
 
     shape = (50, 60)
     fit = _fit({(i, 0): (True, 0.9) for i in range(8)}, [])
@@ -916,7 +924,7 @@ def test_the_rules_take_out_a_hidden_wall_only_where_the_castle_has_a_wall_to_sp
     # courtyard no keep claims (C7). Taking the wall out mends that where the castle has more walls than its
     # box holds; where it has none to spare (a wall missed elsewhere, a keep missed in the courtyard), the
     # wall stays and C7 is left to refuse the reading.
-    from vision.pipeline import resolve_with_rules
+    from vision.repairs import resolve_with_rules
 
     def hidden_wall_stays(short_walls_elsewhere: int) -> bool:
         fit = _square_with_hidden_wall(0.0)
@@ -932,7 +940,7 @@ def test_the_rules_take_out_a_hidden_wall_only_where_the_castle_has_a_wall_to_sp
 
 def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
     from vision.keeps import heights_from_size
-    from vision.pipeline import HEIGHT_DOUBT, KEEP_DOUBT, keeps_factor
+    from vision.confidence import HEIGHT_DOUBT, KEEP_DOUBT, keeps_factor
 
     def seen_from_above(fills):
         keeps = [_keep(0.9, -0.2, fill=f) for f in fills]
@@ -954,7 +962,7 @@ def test_a_keep_height_read_from_a_middling_size_weighs_as_a_likely_misread():
 
 def test_two_mild_doubts_are_answered_but_a_keep_height_in_doubt_is_refused():
     from vision.keeps import TALLER_THAN_ITS_COLOUR
-    from vision.pipeline import CONFIDENCE_THRESHOLD, PIECES_SETTLED_BY_COUNTS, keeps_factor
+    from vision.confidence import CONFIDENCE_THRESHOLD, PIECES_SETTLED_BY_COUNTS, keeps_factor
 
     sure, weak = _keep(0.9, -0.3), _keep(0.3, -0.3)
     # Two keeps seen weakly, or one in a castle whose weakly seen pieces the counts settled: on four
@@ -987,7 +995,7 @@ def test_only_keeps_in_a_courtyard_can_cost_the_reading_confidence():
 
     from scoring import Castle, Keep, Wall, score_castle
     from vision.keeps import TALLER_THAN_ITS_COLOUR
-    from vision.pipeline import CONFIDENCE_THRESHOLD, keeps_factor, keeps_that_score
+    from vision.confidence import CONFIDENCE_THRESHOLD, keeps_factor, keeps_that_score
 
     # One courtyard, claimed by a yellow keep read clearly; a keep left beside the castle is supply.
     square = [(0, 0), (1, 0), (1, 1), (0, 1)]
@@ -1010,7 +1018,7 @@ def test_only_keeps_in_a_courtyard_can_cost_the_reading_confidence():
 
 
 def test_a_refusal_says_which_way_to_move_the_camera():
-    # Photos read best from 60-75 degrees (vision.pipeline.BEST_ELEVATION_DEG): a reading refused from
+    # Photos read best from 60-75 degrees (vision.confidence.BEST_ELEVATION_DEG): a reading refused from
     # straight above asks for a lower photo, one refused from low down a higher one.
     _, short_by_one = _finished_and_one_wall_short()
     from_above = _assess_reading(short_by_one, weak=2, elevation=85.0).refusal
@@ -1022,7 +1030,8 @@ def test_a_refusal_says_which_way_to_move_the_camera():
 
 
 def test_a_castle_standing_on_the_mat_is_told_apart_from_a_mat_beside_it_and_advised_to_move_it():
-    from vision.pipeline import MAT_UNDER_CASTLE_SHARE, castle_on_mat_advice, share_of_mat_under_castle
+    from vision.confidence import MAT_UNDER_CASTLE_SHARE, castle_on_mat_advice
+    from vision.region import share_of_mat_under_castle
 
     # A castle region (two walls crossing) and a mat's sheet beside it, then under one of its walls.
     region = np.zeros((200, 300), bool)
@@ -1041,7 +1050,7 @@ def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle()
     # castle runs off the photo; the castle itself does not, so "step back" would be the wrong advice.
     from types import SimpleNamespace
 
-    from vision.pipeline import assess
+    from vision.confidence import assess
 
     touching = np.zeros((120, 160), bool)
     touching[30:90, :120] = True
@@ -1064,7 +1073,7 @@ def test_a_piece_beyond_the_edge_apart_from_the_castle_is_not_a_cut_off_castle()
 def test_a_photo_with_no_lattice_is_told_which_way_to_move_the_camera():
     from types import SimpleNamespace
 
-    from vision.pipeline import assess
+    from vision.confidence import assess
 
     # No lattice was found. With the mat in view its pose tells the camera's height, and the advice
     # follows it: never "from higher up" to a photo taken from nearly straight down.
@@ -1089,7 +1098,7 @@ def test_a_photo_with_no_lattice_is_told_which_way_to_move_the_camera():
 def test_keeps_seen_where_the_reading_puts_grey_pieces_refuse_it_as_a_wrong_lattice():
     # No keep stands inside a tower or a wall: a lattice read at several times the castle's pitch puts
     # a few huge pieces over the whole castle, keeps and all, and still explains its grey pixels.
-    from vision.pipeline import CONFIDENCE_THRESHOLD
+    from vision.confidence import CONFIDENCE_THRESHOLD
 
     castle, _ = _finished_and_one_wall_short()
     clean = _assess_reading(castle, weak=0)
@@ -1108,7 +1117,7 @@ def test_keeps_beside_a_one_set_castle_of_a_colour_none_of_its_players_has_are_r
 
     from scoring import Keep
     from scoring.generate import random_finished_castle
-    from vision.pipeline import drop_keeps_of_no_set
+    from vision.repairs import drop_keeps_of_no_set
 
     castle = replace(random_finished_castle(7, ["red", "blue"]), players=None)
     far = (max(x for x, _ in castle.towers) + 5.0, 0.5)  # beside the castle, in no courtyard
@@ -1130,7 +1139,7 @@ def test_keeps_of_a_colour_read_more_often_than_two_boxes_hold_beside_the_castle
     from scoring import Keep
     from scoring.castle import KEEPS_PER_COLOUR
     from scoring.generate import random_finished_castle
-    from vision.pipeline import drop_keeps_of_a_table_pattern
+    from vision.repairs import drop_keeps_of_a_table_pattern
 
     castle = random_finished_castle(7, ["red", "blue"])
     far = (max(x for x, _ in castle.towers) + 5.0, 0.5)  # beside the castle, in no courtyard
@@ -1156,7 +1165,8 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
     from scoring import Keep, score_castle
     from scoring.generate import random_finished_castle
     from vision.keeps import FoundKeep
-    from vision.pipeline import CONFIDENCE_THRESHOLD, TABLE_PATTERN, drop_keeps_crowding_another
+    from vision.confidence import CONFIDENCE_THRESHOLD, TABLE_PATTERN
+    from vision.repairs import drop_keeps_crowding_another
 
     def found(k: Keep, iou: float) -> FoundKeep:
         return FoundKeep(k.colour, k.at, k.double, 0.9, (0.0, 0.0), np.zeros((4, 2)), -0.2, iou=iou)
@@ -1203,7 +1213,7 @@ def test_a_patch_of_another_colour_pressed_against_a_keep_in_its_courtyard_is_no
 
 
 def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
-    from vision.pipeline import CONFIDENCE_THRESHOLD, WEAK_KEEP, plane_factor
+    from vision.confidence import CONFIDENCE_THRESHOLD, WEAK_KEEP, plane_factor
 
     assert plane_factor(0.0) >= CONFIDENCE_THRESHOLD  # every other factor sure: answered
     assert plane_factor(0.0) * WEAK_KEEP < CONFIDENCE_THRESHOLD  # with one more doubt: refused
@@ -1212,7 +1222,7 @@ def test_a_poorly_determined_table_plane_alone_does_not_refuse_a_reading():
 
 
 def test_a_colour_without_a_double_keep_read_from_straight_above_refuses_the_reading():
-    from vision.pipeline import CONFIDENCE_THRESHOLD, keeps_factor
+    from vision.confidence import CONFIDENCE_THRESHOLD, keeps_factor
 
     # Seen from nearly straight above (heights read from the keeps' size), no yellow keep read double:
     # a shaded Double Keep may be among them, and a courtyard's points would double.

@@ -14,7 +14,8 @@ from scoring import parse_castle, score_castle
 from scoring.align import Alignment
 from tests.vision.toyscene import SMALL_CASTLE, toy_photo
 from vision import PhotoError
-from vision.pipeline import CONFIDENCE_THRESHOLD, PhotoReading
+from vision.confidence import CONFIDENCE_THRESHOLD
+from vision.pipeline import PhotoReading
 from vision.several_photos import combine_readings, read_photos
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
