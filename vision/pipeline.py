@@ -312,8 +312,6 @@ def _apply_profile(photo: DecodedPhoto, profile) -> DecodedPhoto:
     return replace(photo, bgr=undistort_image(photo.bgr, cam), focal_px=float(cam.focal_px[0]), focal_source="profile")
 
 
-# ---------------------------------------------------------------------------------------------------
-
 def _mask_out_mat(masks: Masks, pose: TablePose) -> np.ndarray:
     """Remove the calibration mat from the piece masks; returns the castle region found again.
 
