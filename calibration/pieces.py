@@ -42,9 +42,10 @@ apart from the crenels between them, which lie in their shade), the print outsid
 Grey on the print's black or white, which no threshold separates, still says where a face is
 summed over the face. Each fit starts also from the spec's proportions for the length found, so a
 side that looked like the print (a dark side on black ink) does not pass on a collapsed thickness.
-A short wall seen mostly by its top can look squarer than the tower: when the pieces so named are
-not a tower and two walls, the two are named the other way round and fitted again, and that naming
-is kept where both pieces fit the photo at least as well under it (_swap_tower_and_short_wall).
+A short wall seen mostly by its top can look squarer than the tower, and wrong names can even pass
+as one set: so the two are also named the other way round and fitted again, and that naming is
+measured where both pieces fit the photo at least as well under it (_swap_tower_and_short_wall) and
+it passes the set's checks.
 The walls are named again by their fitted lengths (an outline can miss most of a wall), and a
 coloured region whose fit settles under half a keep's side is no keep (MIN_KEEP_SIDE_MM: a shadow
 tinted by a second light) and is only noted.
