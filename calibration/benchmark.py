@@ -38,8 +38,9 @@ import cv2
 import numpy as np
 
 from calibration.camera import calibrate_camera
-from calibration.pieces import (CROWN, RENAMED_TOWER, TOWER_SLOT, WALL_MERLON, PieceFit, PieceMeasureError, measure_pieces,
-                                wall_merlon_starts)
+from calibration.appearance import CROWN, TOWER_SLOT, wall_merlon_starts
+from calibration.outlines import WALL_MERLON
+from calibration.pieces import RENAMED_TOWER, PieceFit, PieceMeasureError, measure_pieces
 from calibration.profiles import (CameraProfile, ColourProfile, KeepColour, PieceProfile, PieceSize,
                                   Profile)
 from calibration.synthetic import box_corners, look_at, render_mat_view
@@ -145,8 +146,8 @@ def _slotted_body(width: float, depth: float) -> tuple[list, list]:
 def crowned_boxes(kind: str, x: float, y: float, side: float, height: float, angle_deg: float, colour,
                   slots: bool = False, floor_shade: float = 1.0) -> list:
     """A tower or a keep as render_mat_view boxes, as synth.geometry builds it: a square body up to the
-    foot of its merlons (with `slots`, a tower's with a slot down each side: calibration.pieces.TOWER_SLOT)
-    and the merlons (calibration.pieces.CROWN: a keep's four on its corners, a tower's parapet around its
+    foot of its merlons (with `slots`, a tower's with a slot down each side: calibration.appearance.TOWER_SLOT)
+    and the merlons (calibration.appearance.CROWN: a keep's four on its corners, a tower's parapet around its
     open roof) up to its full height. `floor_shade`: how lit the body's top between the merlons is next
     to their tops (in a physically lit photo the merlons shade it)."""
     share, merlons = CROWN[kind]

@@ -15,7 +15,8 @@ from calibration.synthetic import look_at, render_mat_view
 from calibration.camera import (CalibrationError, MatFocal, calibrate_camera, camera_for_photo, default_camera,
                                 exif_focal_35mm, focal_from_mat, undistort_image)
 from calibration.mat import find_mat
-from calibration.pieces import MAT_FOCAL_MAX_RELATIVE_ERROR, PieceMeasureError, _camera_without_profile
+from calibration.outlines import MAT_FOCAL_MAX_RELATIVE_ERROR, _camera_without_profile
+from calibration.pieces import PieceMeasureError
 from calibration.profiles import CameraProfile, Profile, load_profile
 from castellan.cli import main
 

@@ -1,11 +1,12 @@
 """Grouping the parts seen on the mat into pieces when distance alone does not give three grey
-pieces (calibration.pieces._regroup), on small label images: no photo is rendered."""
+pieces (calibration.grouping._regroup), on small label images: no photo is rendered."""
 from __future__ import annotations
 
 import cv2
 import numpy as np
 
-from calibration.pieces import KEEP_MIN_CHROMA, RECT_PX_PER_MM, _join_grey_parts, _keeps_apart_from_grey, _regroup
+from calibration.grouping import _join_grey_parts, _keeps_apart_from_grey, _regroup
+from calibration.outlines import KEEP_MIN_CHROMA, RECT_PX_PER_MM
 
 PPM = RECT_PX_PER_MM
 SHAPE_MM = (200, 200)

@@ -372,7 +372,7 @@ def test_a_towers_height_is_not_measured_where_its_sides_foot_looks_like_the_pri
 
 def test_pieces_whose_sides_darken_towards_their_foot_are_measured_at_their_size():
     # A side is lit less towards its foot (the piece and the table hide part of the sky). Fitted with one
-    # colour, its dark foot passed for the print beside it; with that (calibration.pieces.SIDE_SHADING
+    # colour, its dark foot passed for the print beside it; with that (calibration.appearance.SIDE_SHADING
     # off) this photo is refused (a long wall fitted 83 x 15 mm and 18 mm high).
     boxes, truth = _scene(1.0, slots=True)
     m = measure_pieces(_photo(boxes, 60, 90, 420, foot_shade=0.5), camera=CAMERA)
@@ -385,7 +385,8 @@ def test_a_fit_gone_off_the_photo_shows_no_height():
     # A fit that ran away (a long wall 609 mm long two metres off the sheet, on a held-out render) is
     # refused by the set's checks; asking what of its height the photo shows must not fail first (it
     # crashed on an empty window, and on a 36 GB canvas for the outline it would gain).
-    from calibration.pieces import PieceFit, _foot_seen, _height_support, _Scene
+    from calibration.appearance import _Scene
+    from calibration.pieces import PieceFit, _foot_seen, _height_support
 
     shape = (int(297 * 4), int(210 * 4))
     scene = _Scene(np.zeros(shape + (3,)), np.ones(shape), np.zeros(shape, np.int32), np.ones(shape, bool),
@@ -407,7 +408,7 @@ def test_shadows_do_not_make_pieces_standing_apart_join():
     # Three grey pieces 8 mm apart and two keeps' shadows (grey, no solid "surely piece" pixels)
     # far from them. Counted as grey regions, the shadows made more than three, and the pieces
     # nearest each other were joined into one ("found 2 grey pieces").
-    from calibration.pieces import _join_grey_parts
+    from calibration.grouping import _join_grey_parts
 
     pieces = [(10, 10, 34, 34), (42, 10, 76, 19), (42, 27, 128, 36)]
     shadows = [(20, 150, 35, 160), (100, 150, 115, 160)]
@@ -424,7 +425,7 @@ def test_a_shadow_is_told_from_a_piece_by_solid_sure_pixels():
     # on white (a short wall) still covers a solid patch of black ink. The share of sure pixels
     # does not tell them apart (the short wall that was dropped had 18 %).
     import cv2 as _cv2
-    from calibration.pieces import _is_shadow
+    from calibration.grouping import _is_shadow
 
     ppm = 4
     region = np.ones((int(30 * ppm), int(30 * ppm)), bool)
@@ -455,7 +456,7 @@ def test_print_darkened_by_a_shadow_does_not_join_a_piece():
     # black: the strip differs from the print between the print's own edges, and such strips joined
     # pieces standing apart into one region ("found 2 grey pieces"). It is dropped; the piece it
     # touches (solid plastic over black ink) is kept whole.
-    from calibration.pieces import _drop_print_in_shadow
+    from calibration.grouping import _drop_print_in_shadow
 
     ppm, template, print_edges = _strip_scene()
     mask = np.zeros(template.shape, bool)
@@ -475,7 +476,7 @@ def test_print_darkened_by_a_shadow_does_not_join_a_piece():
 def test_a_thin_grey_part_on_white_paper_is_not_taken_for_a_shadow():
     # Grey plastic on white paper looks like a shadow pixel by pixel; a thin part of a piece (a
     # merlon, an end tab) on white is bounded by the piece's own sides, not by the print's edges.
-    from calibration.pieces import _drop_print_in_shadow
+    from calibration.grouping import _drop_print_in_shadow
 
     ppm, template, print_edges = _strip_scene()
     mask = np.zeros(template.shape, bool)
@@ -575,7 +576,8 @@ def test_a_long_wall_one_merlon_off_is_refused():
     # short by the gap between merlons (3.8 mm on a 9 mm wall) while the tower and short wall are
     # right. Within the 4 mm the three lengths' 1 mm aims allow, it passed; the set check now keeps
     # below a merlon's gap. Lengths each within the aim still pass.
-    from calibration.pieces import WALL_MERLON, _check_set
+    from calibration.outlines import WALL_MERLON
+    from calibration.pieces import _check_set
 
     gap = WALL_MERLON[1] * 9.0
     with pytest.raises(PieceMeasureError, match="do not make one set"):
@@ -623,7 +625,8 @@ def test_pieces_whose_fits_settled_wrong_are_found_again_from_the_set():
     # length G3 gives it) left the other wrong and the photo was refused. The pieces are searched
     # again from the lengths the others give them (G3 and the spec's proportions), one piece at a
     # time while the set is broken, and the photo decides: both come back to their size.
-    from calibration.pieces import WALL_MERLON, _agree_with_set, _grey_by_kind, _set_problem
+    from calibration.outlines import WALL_MERLON
+    from calibration.pieces import _agree_with_set, _grey_by_kind, _set_problem
 
     fitted, truth = _fitted_set()
     tower, short, long_ = _grey_by_kind(fitted.fits)
@@ -739,7 +742,9 @@ def _with_shadow_behind_tower(fitted, rise_mm: float):
     its shadow falls with the light behind the camera) darkened to a deep shadow, as the fit sees it."""
     from shapely import contains_xy
 
-    from calibration.pieces import RECT_PX_PER_MM, _deeply_dark, _grey_by_kind, _hull, _white_print
+    from calibration.appearance import _deeply_dark, _white_print
+    from calibration.outlines import RECT_PX_PER_MM, _hull
+    from calibration.pieces import _grey_by_kind
 
     scene = fitted.scene
     tower = _grey_by_kind(fitted.fits)[0]
@@ -788,7 +793,8 @@ def test_a_tower_fitted_to_its_top_alone_is_found_again_from_the_set(share):
     # off on another; 7 x 7 mm, a corner of a 23.5 mm tower's top, on a third. All were refused. Searched
     # again from the lengths the walls give it, with its top where the outline is, the tower comes back
     # to its size.
-    from calibration.pieces import _agree_with_set, _box_corners, _grey_by_kind, _hold_unseen_heights, _set_problem
+    from calibration.outlines import _box_corners
+    from calibration.pieces import _agree_with_set, _grey_by_kind, _hold_unseen_heights, _set_problem
 
     fitted, truth = _fitted_set()
     tower = _grey_by_kind(fitted.fits)[0]
