@@ -557,13 +557,14 @@ def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
     the other naming, had passed with the tower 7.1 mm too tall.
     """
     tower, short, _ = _grey_by_kind(fitted.fits)
-    other = _named_the_other_way(fitted.fits, fitted.scene)
-    other_tower, other_short, _ = _grey_by_kind(other)
-    # Each piece against itself: the first tower is now the short wall, the first short wall the tower.
-    for before, after in ((tower, other_short), (short, other_tower)):
-        cost = _cost_per_pixel(after, fitted.scene)
-        if not (math.isfinite(cost) and cost <= _cost_per_pixel(before, fitted.scene)):
-            return False
+    # Each piece against itself: the first tower is now the short wall (checked as it is fitted), the
+    # first short wall the tower.
+    other = _named_the_other_way(fitted.fits, fitted.scene, wall_to_beat=tower)
+    if other is None:
+        return False
+    other_tower, _, _ = _grey_by_kind(other)
+    if not _fits_at_least_as_well(other_tower, short, fitted.scene):
+        return False
     fitted.fits = other
     fitted.notes.append(f"the grey pieces did not look like a tower and two walls with the squarest taken for the "
                         f"tower; they were measured with the piece at mat ({other_tower.centre_mm[0]:.0f}, "
@@ -571,10 +572,15 @@ def _swap_tower_and_short_wall(fitted: "_Fitted") -> bool:
     return True
 
 
-def _named_the_other_way(fits: list[PieceFit], scene: _Scene) -> list[PieceFit]:
+def _named_the_other_way(fits: list[PieceFit], scene: _Scene,
+                         wall_to_beat: PieceFit | None = None) -> list[PieceFit] | None:
     """The fits with the tower and the short wall replaced by copies named the other way round, each
     fitted again from the box fitted to its outline alone, as _fit_pieces fits the pieces once named,
-    and then from the lengths the other pieces give it (_search_from_set)."""
+    and then from the lengths the other pieces give it (_search_from_set).
+
+    None where the short wall so named fits the photo worse than `wall_to_beat` (the piece as first
+    named): that naming is then lost, and its tower is not searched from the set (about a third of
+    the cost; each piece's appearance cost is its own, so the tower's fit cannot change the wall's)."""
     tower, short, _ = _grey_by_kind(fits)
     new_tower = _renamed(short, "tower", scene)
     renamed_with = lambda wall: [wall if f is tower else new_tower if f is short else f for f in fits]  # noqa: E731
@@ -584,9 +590,19 @@ def _named_the_other_way(fits: list[PieceFit], scene: _Scene) -> list[PieceFit]:
     candidates = [_renamed(tower, "short_wall", scene, turn) for turn in (0.0, math.pi / 2)]
     for wall in candidates:
         _refit_from_set(wall, renamed_with(wall), scene)
-    other = renamed_with(min(candidates, key=lambda f: _cost_per_pixel(f, scene)))
+    wall = min(candidates, key=lambda f: _cost_per_pixel(f, scene))
+    if wall_to_beat is not None and not _fits_at_least_as_well(wall, wall_to_beat, scene):
+        return None
+    other = renamed_with(wall)
     _refit_from_set(new_tower, other, scene)
     return other
+
+
+def _fits_at_least_as_well(after: PieceFit, before: PieceFit, scene: _Scene) -> bool:
+    """Whether a piece fitted under another name explains the photo at least as well (appearance cost
+    per pixel) as it did before."""
+    cost = _cost_per_pixel(after, scene)
+    return math.isfinite(cost) and cost <= _cost_per_pixel(before, scene)
 
 
 def _renamed(f: PieceFit, kind: str, scene: _Scene, turn: float = 0.0) -> PieceFit:
